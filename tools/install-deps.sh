@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs every dependency of rnnc from Debian's packages. Safe to run twice:
+# packages already present are skipped, so a second run does no work.
+set -euo pipefail
+
+packages=(
+  g++ cmake ninja-build pkg-config python3
+  catch2 libcli11-dev libfmt-dev nlohmann-json3-dev
+  libopenblas-dev
+  clang-14 llvm-14-dev llvm-14-tools libclang-14-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+echo "install-deps: installing ${missing[*]}"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
