@@ -149,9 +149,9 @@ std::string closestName(const std::string &name, const std::vector<std::string> 
     }
     return prev[b.size()];
   };
-  if (name.size() > 64) return {};
+  if (name.size() < 2 || name.size() > 64) return {};
   std::string best;
-  size_t bestDistance = std::max<size_t>(1, name.size() / 3) + 1;
+  size_t bestDistance = (name.size() + 2) / 3 + 1; // accept at most a third of the letters wrong
   for (const auto &c : candidates) {
     if (c == name || c.size() > 64) continue;
     size_t d = distance(name, c);

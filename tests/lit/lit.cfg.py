@@ -1,0 +1,21 @@
+# lit configuration for rnnc: every .rnn file here is a test (its RUN lines say
+# how), plus .test files for what is not a .rnn file.
+import os
+import lit.formats
+
+config.name = "rnnc"
+config.test_format = lit.formats.ShTest(execute_external=True)
+config.suffixes = [".rnn", ".test"]
+config.excludes = ["Inputs"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.rnnc_bin_dir, "tests", "lit")
+
+config.substitutions.append(("%rnnc", os.path.join(config.rnnc_bin_dir, "rnnc")))
+config.substitutions.append(("%python", config.python))
+config.substitutions.append(("%samples", os.path.join(config.rnnc_src_dir, "samples")))
+config.substitutions.append(("FileCheck", config.filecheck))
+# Diagnostics must not be coloured in tests.
+config.environment["NO_COLOR"] = "1"
+# `not` and `FileCheck` come from LLVM 14's tools.
+config.environment["PATH"] = os.pathsep.join(
+    [os.path.dirname(config.filecheck), config.environment.get("PATH", os.environ.get("PATH", ""))])

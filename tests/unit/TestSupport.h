@@ -1,0 +1,57 @@
+// Helpers shared by the unit tests: run the frontend on text in memory with
+// diagnostics captured, and lex a string.
+#pragma once
+
+#include "frontend/Frontend.h"
+#include "frontend/Lexer.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace rnnc::test {
+
+inline std::unique_ptr<FrontendResult> frontend(const std::string &text, std::vector<DimOverride> dims = {}) {
+  FrontendOptions o;
+  o.capture = true;
+  o.dims = std::move(dims);
+  return runFrontend("test.rnn", o, &text);
+}
+
+/// "line:col: message" of each captured error, in order.
+inline std::vector<std::string> errors(const FrontendResult &r) {
+  std::vector<std::string> out;
+  for (const auto &d : r.diags->captured()) {
+    if (d.severity != Severity::Error) continue;
+    LineCol lc = d.range.valid() ? r.sm.lineCol(d.range.begin) : LineCol{};
+    out.push_back(std::to_string(lc.line) + ":" + std::to_string(lc.col) + ": " + d.message);
+  }
+  return out;
+}
+
+struct Lexed {
+  SourceManager sm;
+  std::unique_ptr<DiagnosticEngine> diags;
+  std::vector<Token> tokens;
+  std::string kinds() const {
+    std::string s;
+    for (const auto &t : tokens) s += std::string(s.empty() ? "" : " ") + tokenSpelling(t.kind);
+    return s;
+  }
+};
+
+inline std::unique_ptr<Lexed> lex(const std::string &text) {
+  auto l = std::make_unique<Lexed>();
+  l->diags = std::make_unique<DiagnosticEngine>(l->sm);
+  l->diags->setCapture(true);
+  uint32_t id = l->sm.addBuffer("lex.rnn", text);
+  Lexer lexer(l->sm, id, *l->diags);
+  for (;;) {
+    Token t = lexer.next();
+    l->tokens.push_back(t);
+    if (t.kind == Tok::Eof) break;
+  }
+  return l;
+}
+
+} // namespace rnnc::test
