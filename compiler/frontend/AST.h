@@ -20,7 +20,7 @@ struct Ident {
 
 // ----- expressions -----
 
-enum class ExprKind { Number, Name, Unary, Binary, Call };
+enum class ExprKind { Number, Name, Unary, Binary, Call, Error };
 
 struct Expr {
   ExprKind kind;
@@ -78,6 +78,12 @@ struct CallExpr : Expr {
   std::vector<ExprPtr> args;
   std::vector<KeywordArg> keywordArgs;
   CallExpr(SourceRange r) : Expr(ExprKind::Call, r) {}
+};
+
+/// Stands for an expression that failed to parse (already reported), so the
+/// statement holding it still defines its names and no error cascades.
+struct ErrorExpr : Expr {
+  ErrorExpr(SourceRange r) : Expr(ExprKind::Error, r) {}
 };
 
 template <typename T> const T &as(const Expr &e) { return static_cast<const T &>(e); }

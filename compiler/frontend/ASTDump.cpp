@@ -104,6 +104,9 @@ private:
       expr(*b.rhs, indent + 1);
       break;
     }
+    case ExprKind::Error:
+      line(indent, "Error", e.range);
+      break;
     case ExprKind::Call: {
       const auto &c = as<CallExpr>(e);
       line(indent, fmt::format("Call {}", c.callee.name), e.range);
@@ -123,6 +126,7 @@ private:
 
 std::string exprToString(const Expr &e) {
   switch (e.kind) {
+  case ExprKind::Error: return "<error>";
   case ExprKind::Number: return as<NumberExpr>(e).spelling;
   case ExprKind::Name: {
     const auto &n = as<NameExpr>(e);

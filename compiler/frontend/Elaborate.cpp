@@ -96,6 +96,13 @@ std::vector<const NameExpr *> freeDims(const CellDecl &cell) {
   return dims;
 }
 
+/// What an instantiation gives the statement that makes it.
+struct InstanceResult {
+  std::vector<Val> outputs;
+  std::vector<ElaboratedParam> params; // the instance's, full names
+  bool argsKnown = true;               // every argument's width was known
+};
+
 /// State shared by all walks of one root cell or model.
 struct Context {
   const Program &program;
@@ -122,6 +129,8 @@ public:
   /// Types of the cell's ports and outputs after run().
   std::vector<ValueType> outputTypes() const;
   std::vector<ElaboratedPort> ports(bool outputs) const;
+  /// The cell's params and its instances', in statement order.
+  std::vector<ElaboratedParam> params() const;
 
 private:
   enum class SymKind { Port, Param, Local };
@@ -153,7 +162,7 @@ private:
   Val elementwise(const Val &l, const Val &r, SourceRange where, const char *what);
   const Symbol *matrixParam(const Expr &e, const char *context);
   std::vector<Val> split(const CallExpr &c, size_t targets);
-  std::vector<Val> instantiate(const CallExpr &c, const AssignStmt &s);
+  InstanceResult instantiate(const CallExpr &c, const AssignStmt &s);
   std::string didYouMean(const std::string &n) const;
 
   Context &ctx_;
@@ -166,7 +175,8 @@ private:
   size_t current_ = 0;            // index of the statement being evaluated
   const AssignStmt *currentAssign_ = nullptr;
   bool needsSecondPass_ = false;
-  std::map<const AssignStmt *, std::vector<Val>> instanceResults_;
+  std::map<const AssignStmt *, InstanceResult> instances_;
+  std::vector<std::vector<ElaboratedParam>> stmtParams_; // per statement
 };
 
 void CellWalk::declare(const Ident &id, Symbol sym) {
@@ -220,6 +230,7 @@ void CellWalk::declareAll() {
 }
 
 void CellWalk::run() {
+  stmtParams_.assign(cell_.body.size(), {});
   declareAll();
   evaluate(true);
   if (needsSecondPass_) evaluate(false);
@@ -234,7 +245,7 @@ void CellWalk::evaluate(bool first) {
       if (!first) continue;
       for (const auto &n : static_cast<const ParamDecl &>(s).names) {
         const Symbol &sym = symbols_.at(n.name);
-        if (sym.decl == n.range) ctx_.out.params.push_back({prefix_ + n.name, sym.shape, n.range});
+        if (sym.decl == n.range) stmtParams_[i].push_back({prefix_ + n.name, sym.shape, n.range});
       }
       continue;
     }
@@ -253,8 +264,12 @@ void CellWalk::assign(const AssignStmt &s, size_t index, bool first) {
   if (call && builtin && builtin->kind == BuiltinKind::Split) {
     results = split(*call, s.targets.size());
   } else if (isCell) {
-    if (auto it = instanceResults_.find(&s); it != instanceResults_.end()) results = it->second;
-    else results = instanceResults_[&s] = instantiate(*call, s);
+    // An instance is walked again only if an argument's width was unknown the
+    // first time (it read a variable with an offset above its definition).
+    auto it = instances_.find(&s);
+    if (it == instances_.end() || !it->second.argsKnown) it = instances_.insert_or_assign(&s, instantiate(*call, s)).first;
+    results = it->second.outputs;
+    stmtParams_[index] = it->second.params;
   } else {
     results.push_back(value(rhs));
     if (s.targets.size() > 1 && !results[0].bad)
@@ -273,8 +288,13 @@ void CellWalk::assign(const AssignStmt &s, size_t index, bool first) {
       error(s.targets[k].range, fmt::format("'loss' is the training objective and must be a scalar, but this "
                                             "value is {} wide", *v.type.width));
   }
-  (void)index;
   (void)first;
+}
+
+std::vector<ElaboratedParam> CellWalk::params() const {
+  std::vector<ElaboratedParam> all;
+  for (const auto &ps : stmtParams_) all.insert(all.end(), ps.begin(), ps.end());
+  return all;
 }
 
 void CellWalk::checkOutputs() {
@@ -345,6 +365,7 @@ Val CellWalk::value(const Expr &e) {
   case ExprKind::Unary: return dense(*as<UnaryExpr>(e).operand);
   case ExprKind::Binary: return binary(as<BinaryExpr>(e));
   case ExprKind::Call: return call(as<CallExpr>(e));
+  case ExprKind::Error: return Val::error();
   }
   return Val::error();
 }
@@ -585,9 +606,9 @@ std::vector<Val> CellWalk::split(const CallExpr &c, size_t targets) {
 
 // ----- instances -----
 
-std::vector<Val> CellWalk::instantiate(const CallExpr &c, const AssignStmt &s) {
+InstanceResult CellWalk::instantiate(const CallExpr &c, const AssignStmt &s) {
   const CellDecl &callee = *ctx_.program.fileOf(cell_).cells.at(c.callee.name);
-  std::vector<Val> bad(std::max<size_t>(s.targets.size(), 1), Val::error());
+  InstanceResult bad{std::vector<Val>(std::max<size_t>(s.targets.size(), 1), Val::error()), {}, true};
   auto argValues = [&] {
     for (const auto &a : c.args) value(*a);
   };
@@ -667,10 +688,12 @@ std::vector<Val> CellWalk::instantiate(const CallExpr &c, const AssignStmt &s) {
     bindingFailed |= v.error;
   }
   std::vector<Val> args;
+  bool argsKnown = true;
   for (size_t i = 0; i < c.args.size(); ++i) {
     const Port &port = callee.ports[i];
     Val a = port.isIndex ? value(*c.args[i]) : dense(*c.args[i]);
     args.push_back(a);
+    argsKnown &= a.bad || a.type.width.has_value();
     if (a.bad) continue;
     if (port.isIndex && !a.type.isIndex) {
       error(c.args[i]->range, fmt::format("input {} of cell {} is an index input; this argument is a vector",
@@ -696,7 +719,7 @@ std::vector<Val> CellWalk::instantiate(const CallExpr &c, const AssignStmt &s) {
       v = g->second;
       continue;
     }
-    if (callerComplete && !bindingFailed)
+    if (callerComplete && argsKnown && !bindingFailed)
       error(c.callee.range, fmt::format("cannot tell dim {} of cell {}: bind it, like {}(..., {} = 128), or declare "
                                         "'dim {} = ...' in {}", quoted(dim), quoted(callee.name.name),
                                         callee.name.name, dim, dim, ctx_.rootFileName),
@@ -717,9 +740,9 @@ std::vector<Val> CellWalk::instantiate(const CallExpr &c, const AssignStmt &s) {
                                         quoted(callee.name.name), describeWidth(want), describeWidth(got)),
           {{port.typeRange, "declared here"}});
   }
-  std::vector<Val> results;
-  for (const ValueType &t : inner.outputTypes()) results.push_back({t, false});
-  return results;
+  InstanceResult result{{}, inner.params(), argsKnown};
+  for (const ValueType &t : inner.outputTypes()) result.outputs.push_back({t, false});
+  return result;
 }
 
 /// Whether a cell of the root file is instantiated by some cell or model there.
@@ -855,6 +878,7 @@ SemaResult Sema::run(const std::vector<DimOverride> &overrides) {
     }
     CellWalk walk(ctx, *cell, scope, "", {});
     walk.run();
+    elab.params = walk.params();
     elab.complete = elab.unboundDims.empty();
     elab.inputs = walk.ports(false);
     elab.outputs = walk.ports(true);

@@ -273,8 +273,16 @@ StmtPtr Parser::parseAssignment() {
   if (at(Tok::LBracket))
     fail(peek().range, fmt::format("cannot assign to a time offset of {}: define {} for the current step",
                                    quoted(a->targets.back().name), quoted(a->targets.back().name)));
-  expect(Tok::Equal, "after the names being assigned");
-  a->value = parseExpr();
+  Token eq = expect(Tok::Equal, "after the names being assigned");
+  try {
+    a->value = parseExpr();
+  } catch (SyntaxError &) {
+    // The names are still defined, by a value in error, so that their uses do
+    // not report again.
+    a->value = std::make_unique<ErrorExpr>(eq.range);
+    skipToEndOfStatement();
+    return a;
+  }
   a->range = SourceRange::cover(a->range, a->value->range);
   expectEndOfStatement("the assignment");
   return a;

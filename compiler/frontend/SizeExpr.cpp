@@ -84,6 +84,7 @@ SizeValue eval(const Expr &e, const DimScope &scope, DiagnosticEngine &diags) {
     }
     return {out, false};
   }
+  case ExprKind::Error: return bad();
   case ExprKind::Call:
     diags.error(e.range, fmt::format("a size cannot call {}: it is built from dims and integers",
                                      quoted(as<CallExpr>(e).callee.name)));
@@ -112,7 +113,8 @@ void collectSizeNames(const Expr &e, std::vector<const NameExpr *> &out) {
     collectSizeNames(*as<BinaryExpr>(e).rhs, out);
     break;
   case ExprKind::Call:
-  case ExprKind::Number: break;
+  case ExprKind::Number:
+  case ExprKind::Error: break;
   }
 }
 
