@@ -131,6 +131,7 @@ using DeclPtr = std::unique_ptr<Decl>;
 struct ImportDecl : Decl {
   std::string path;
   SourceRange pathRange;
+  bool pathInError = false; // unterminated: not worth a second error if missing
   ImportDecl(SourceRange r) : Decl(DeclKind::Import, r) {}
 };
 

@@ -110,6 +110,7 @@ struct Context {
   const std::map<std::string, int64_t> &rootDims;
   const std::string &rootFileName;
   Elaboration &out;
+  std::set<const CellDecl *> &walked;  // every cell walked at least once
   std::vector<const CellDecl *> stack; // instantiation chain
   unsigned instances = 0;
   bool overLimit = false;
@@ -163,7 +164,9 @@ private:
   const Symbol *matrixParam(const Expr &e, const char *context);
   std::vector<Val> split(const CallExpr &c, size_t targets);
   InstanceResult instantiate(const CallExpr &c, const AssignStmt &s);
-  std::string didYouMean(const std::string &n) const;
+  /// A "did you mean" suffix; `readableOnly` limits it to names that may be
+  /// read at the current step of the statement being evaluated.
+  std::string didYouMean(const std::string &n, bool readableOnly = false) const;
 
   Context &ctx_;
   const CellDecl &cell_;
@@ -230,6 +233,7 @@ void CellWalk::declareAll() {
 }
 
 void CellWalk::run() {
+  ctx_.walked.insert(&cell_);
   stmtParams_.assign(cell_.body.size(), {});
   declareAll();
   evaluate(true);
@@ -298,10 +302,10 @@ std::vector<ElaboratedParam> CellWalk::params() const {
 }
 
 void CellWalk::checkOutputs() {
-  std::set<std::string> seen;
+  std::map<std::string, SourceRange> seen;
   for (const auto &o : cell_.outputs) {
-    if (!seen.insert(o.name).second) {
-      error(o.range, fmt::format("{} is listed twice as an output", quoted(o.name)));
+    if (auto [it, fresh] = seen.emplace(o.name, o.range); !fresh) {
+      error(o.range, fmt::format("{} is listed twice as an output", quoted(o.name)), {{it->second, "first listed here"}});
       continue;
     }
     auto it = symbols_.find(o.name);
@@ -315,9 +319,10 @@ void CellWalk::checkOutputs() {
   }
 }
 
-std::string CellWalk::didYouMean(const std::string &n) const {
+std::string CellWalk::didYouMean(const std::string &n, bool readableOnly) const {
   std::vector<std::string> names;
-  for (auto &[name, sym] : symbols_) names.push_back(name);
+  for (auto &[name, sym] : symbols_)
+    if (!readableOnly || sym.kind != SymKind::Local || sym.defIndex < current_) names.push_back(name);
   std::string hint = closestName(n, names);
   return hint.empty() ? "" : fmt::format("; did you mean {}?", quoted(hint));
 }
@@ -378,7 +383,7 @@ Val CellWalk::name(const NameExpr &n) {
     else if (findBuiltin(n.name) || ctx_.program.fileOf(cell_).cells.count(n.name))
       error(n.nameRange, fmt::format("{} is a function; call it, like {}(x)", quoted(n.name), n.name));
     else
-      error(n.nameRange, fmt::format("unknown name {}{}", quoted(n.name), didYouMean(n.name)));
+      error(n.nameRange, fmt::format("unknown name {}{}", quoted(n.name), didYouMean(n.name, !n.hasOffset())));
     return Val::error();
   }
   const Symbol &sym = it->second;
@@ -502,8 +507,7 @@ Val CellWalk::call(const CallExpr &c) {
     std::string expected = builtin->maxArgs == 0 ? fmt::format("at least {}", builtin->minArgs)
                                                  : fmt::format("{}", builtin->minArgs);
     error(c.callee.range, fmt::format("{}() takes {} argument{}, but {} {} given", builtin->name, expected,
-                                      builtin->minArgs == 1 && builtin->maxArgs == 1 ? "" : "s", n,
-                                      n == 1 ? "was" : "were"));
+                                      builtin->minArgs == 1 ? "" : "s", n, n == 1 ? "was" : "were"));
     return Val::error();
   }
   switch (builtin->kind) {
@@ -846,11 +850,12 @@ SemaResult Sema::run(const std::vector<DimOverride> &overrides) {
   // checked as instances then). A cell of a file that declares no dim at all is
   // generic: its names are checked now and its widths when it is instantiated.
   bool fileFixesSizes = !result.dims.empty();
+  std::set<const CellDecl *> walked;
   for (const CellDecl *cell : root.ownCells) {
     if (!cell->isModel && instantiatedInFile(*cell, root)) continue;
     Elaboration elab;
     elab.decl = cell;
-    Context ctx{program_, diags_, result.dims, rootName, elab, {cell}, 0, false};
+    Context ctx{program_, diags_, result.dims, rootName, elab, walked, {cell}, 0, false};
     DimScope scope;
     std::vector<std::string> known;
     for (auto &[n, v] : result.dims) known.push_back(n);
@@ -885,14 +890,21 @@ SemaResult Sema::run(const std::vector<DimOverride> &overrides) {
     result.entities.push_back(std::move(elab));
   }
 
-  // Cells of imported files are checked as instances; those no one instantiates
-  // still get their names checked.
-  for (size_t f = 1; f < program_.files.size(); ++f) {
-    for (const CellDecl *cell : program_.files[f]->ownCells) {
+  // Cells no walk reached (the cell was only named by an instantiation that was
+  // in error, or cells instantiate each other with no model above them, or an
+  // imported cell no one uses) still get their names and structure checked,
+  // with the file's dims where it has them.
+  for (const auto &file : program_.files) {
+    for (const CellDecl *cell : file->ownCells) {
+      if (walked.count(cell)) continue;
       Elaboration scratch;
-      Context ctx{program_, diags_, result.dims, rootName, scratch, {cell}, 0, false};
+      Context ctx{program_, diags_, result.dims, rootName, scratch, walked, {cell}, 0, false};
       DimScope scope;
-      for (const NameExpr *u : freeDims(*cell)) scope.dims.emplace(u->name, std::nullopt);
+      for (const NameExpr *u : freeDims(*cell)) {
+        auto g = result.dims.find(u->name);
+        bool own = file.get() == &root;
+        scope.dims.emplace(u->name, own && g != result.dims.end() ? std::optional<int64_t>(g->second) : std::nullopt);
+      }
       CellWalk walk(ctx, *cell, scope, "", {});
       walk.run();
     }

@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 #include <string>
 
+#include "frontend/Names.h"
+
 namespace rnnc {
 
 const char *tokenSpelling(Tok kind) {
@@ -43,6 +45,8 @@ Token Lexer::make(Tok kind, size_t begin) {
   t.kind = kind;
   t.range = range(begin, pos_);
   t.text = text_.substr(begin, pos_ - begin);
+  t.afterInvalid = skippedInvalid_;
+  skippedInvalid_ = false;
   lastWasNewline_ = kind == Tok::Newline;
   return t;
 }
@@ -81,6 +85,8 @@ Token Lexer::lexNumber(size_t begin) {
   t.isInteger = integer;
   std::string spelling(t.text.substr(0, std::min<size_t>(t.text.size(), 400)));
   t.value = std::strtod(spelling.c_str(), nullptr);
+  if (!integer && !(t.value <= 1.7976931348623157e308))
+    diags_.error(t.range, fmt::format("number {} is too large for a 64-bit float", quoted(spelling.substr(0, 40))));
   if (integer) {
     uint64_t v = 0;
     for (char c : t.text) {
@@ -108,6 +114,7 @@ Token Lexer::lexString(size_t begin) {
     diags_.error(range(begin, begin + 1), "unterminated string");
     Token t = make(Tok::String, begin);
     t.stringBody = text_.substr(begin + 1, pos_ - begin - 1);
+    t.unterminated = true;
     return t;
   }
   ++pos_;
@@ -116,7 +123,8 @@ Token Lexer::lexString(size_t begin) {
   return t;
 }
 
-// Reports a run of bytes that cannot start a token as one error and skips it.
+// Reports a run of bytes that cannot start a token as one error and skips it;
+// the next token is marked, so the parser does not report a second error there.
 void Lexer::skipInvalid(size_t begin) {
   unsigned char c = static_cast<unsigned char>(text_[begin]);
   std::string what;
@@ -132,6 +140,7 @@ void Lexer::skipInvalid(size_t begin) {
   };
   while (pos_ < text_.size() && !startsToken(text_[pos_])) ++pos_;
   diags_.error(range(begin, pos_), what);
+  skippedInvalid_ = true;
 }
 
 Token Lexer::next() {

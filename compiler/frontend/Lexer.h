@@ -31,6 +31,7 @@ private:
   size_t pos_ = 0;
   int groupDepth_ = 0; // open ( and [: newlines inside them are not tokens
   bool lastWasNewline_ = true;
+  bool skippedInvalid_ = false; // since the last token
 };
 
 } // namespace rnnc

@@ -100,7 +100,8 @@ void Loader::resolveImports(SourceFile &sf, Program &program) {
       std::string error;
       auto id = sm_.loadFile(path, error);
       if (!id) {
-        diags_.error(imp.pathRange, fmt::format("cannot import {}: {}", quoted(imp.path), error));
+        if (!imp.pathInError)
+          diags_.error(imp.pathRange, fmt::format("cannot import {}: {}", quoted(imp.path), error));
         continue;
       }
       stack_.push_back({&sf, &imp});

@@ -41,6 +41,7 @@ void Parser::fail(SourceRange r, std::string message) {
 
 void Parser::failExpected(const char *what, const char *context) {
   const Token &t = peek();
+  if (t.afterInvalid) throw SyntaxError{}; // the lexer reported the cause
   std::string found;
   if (t.kind == Tok::Identifier || t.kind == Tok::Number)
     found = fmt::format("{} {}", tokenSpelling(t.kind), quoted(t.text));
@@ -81,6 +82,7 @@ void Parser::expectEndOfStatement(const char *what) {
   if (at(Tok::RBrace) || at(Tok::Eof)) return;
   if (!at(Tok::Newline)) {
     const Token &t = peek();
+    if (t.afterInvalid) throw SyntaxError{}; // the lexer reported the cause
     fail(t.range, fmt::format("expected a newline after {}, found {}", what,
                               t.kind == Tok::Identifier || t.kind == Tok::Number ? quoted(t.text)
                                                                                   : std::string(tokenSpelling(t.kind))));
@@ -133,6 +135,7 @@ DeclPtr Parser::parseImport() {
   Token path = expect(Tok::String, "after 'import'");
   auto d = std::make_unique<ImportDecl>(SourceRange::cover(kw.range, path.range));
   d->pathRange = path.range;
+  d->pathInError = path.unterminated;
   // Resolve the two escapes a path may need.
   std::string s;
   for (size_t i = 0; i < path.stringBody.size(); ++i) {
@@ -268,23 +271,22 @@ StmtPtr Parser::parseParamDecl() {
 StmtPtr Parser::parseAssignment() {
   auto a = std::make_unique<AssignStmt>(peek().range);
   a->targets.push_back(identFrom(consume()));
-  while (accept(Tok::Comma))
-    a->targets.push_back(identFrom(expect(Tok::Identifier, "in the list of names being assigned")));
-  if (at(Tok::LBracket))
-    fail(peek().range, fmt::format("cannot assign to a time offset of {}: define {} for the current step",
-                                   quoted(a->targets.back().name), quoted(a->targets.back().name)));
-  Token eq = expect(Tok::Equal, "after the names being assigned");
+  // From here on, a statement in error still defines its names (with a value in
+  // error), so that their uses, and the outputs, do not report again.
   try {
+    while (accept(Tok::Comma))
+      a->targets.push_back(identFrom(expect(Tok::Identifier, "in the list of names being assigned")));
+    if (at(Tok::LBracket))
+      fail(peek().range, fmt::format("cannot assign to a time offset of {}: define {} for the current step",
+                                     quoted(a->targets.back().name), quoted(a->targets.back().name)));
+    expect(Tok::Equal, "after the names being assigned");
     a->value = parseExpr();
+    a->range = SourceRange::cover(a->range, a->value->range);
+    expectEndOfStatement("the assignment");
   } catch (SyntaxError &) {
-    // The names are still defined, by a value in error, so that their uses do
-    // not report again.
-    a->value = std::make_unique<ErrorExpr>(eq.range);
+    a->value = std::make_unique<ErrorExpr>(a->range);
     skipToEndOfStatement();
-    return a;
   }
-  a->range = SourceRange::cover(a->range, a->value->range);
-  expectEndOfStatement("the assignment");
   return a;
 }
 
@@ -425,6 +427,7 @@ ExprPtr Parser::parsePrimary() {
       fail(open.range, fmt::format("expression is too deeply nested (more than {} levels)", kMaxNesting));
     ExprPtr e = parseExpr();
     if (!at(Tok::RParen)) {
+      if (peek().afterInvalid) throw SyntaxError{};
       diags_.error(at(Tok::Newline) || at(Tok::Eof) ? SourceRange(lastEnd_) : peek().range,
                    "expected ')' to close this '('", {{open.range, "the '(' is here"}});
       throw SyntaxError{};
@@ -468,6 +471,7 @@ ExprPtr Parser::parseCall(const Token &callee) {
     } while (accept(Tok::Comma));
   }
   if (!at(Tok::RParen)) {
+    if (peek().afterInvalid) throw SyntaxError{};
     diags_.error(at(Tok::Newline) || at(Tok::Eof) ? SourceRange(lastEnd_) : peek().range,
                  fmt::format("expected ')' to close the call to {}", quoted(callee.text)),
                  {{open.range, "the '(' is here"}});

@@ -35,8 +35,7 @@ namespace rnnc {
   X(Star, "'*'")                                                                           \
   X(Slash, "'/'")                                                                          \
   X(At, "'@'")                                                                             \
-  X(Arrow, "'->'")                                                                         \
-  X(Invalid, "invalid token")
+  X(Arrow, "'->'")
 
 enum class Tok : uint8_t {
 #define X(name, spelling) name,
@@ -56,8 +55,12 @@ struct Token {
   bool intOverflow = false; // an integer literal too large for 64 bits
   uint64_t intValue = 0;
   double value = 0;
-  // For String: the text between the quotes with escapes resolved.
+  // For String: the text between the quotes, and whether the closing quote is missing.
   std::string_view stringBody;
+  bool unterminated = false;
+  // Bytes the lexer reported as invalid and skipped came just before this
+  // token: a syntax error here is a consequence, not worth a second message.
+  bool afterInvalid = false;
 };
 
 } // namespace rnnc

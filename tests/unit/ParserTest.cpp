@@ -95,8 +95,13 @@ TEST_CASE("parser: recovers at the next statement", "[parser]") {
                      "}\n");
   CHECK(p->diags->errorCount() == 2);
   const auto &cell = static_cast<const CellDecl &>(*p->module.decls[0]);
-  REQUIRE(cell.body.size() == 1);
-  CHECK(static_cast<const AssignStmt &>(*cell.body[0]).targets[0].name == "y");
+  // Statements in error still define their names, with a value in error.
+  REQUIRE(cell.body.size() == 3);
+  CHECK(static_cast<const AssignStmt &>(*cell.body[0]).value->kind == ExprKind::Error);
+  CHECK(static_cast<const AssignStmt &>(*cell.body[1]).value->kind == ExprKind::Error);
+  const auto &y = static_cast<const AssignStmt &>(*cell.body[2]);
+  CHECK(y.targets[0].name == "y");
+  CHECK(y.value->kind == ExprKind::Name);
 }
 
 TEST_CASE("parser: nesting is bounded", "[parser]") {
