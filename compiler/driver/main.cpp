@@ -84,6 +84,15 @@ int run(int argc, char **argv) {
   show->add_flag("--ast", ast, "print the syntax tree");
   show->add_flag("--params", params, "print every param with its full name and shape, instances inlined");
 
+  auto isCommand = [&](const std::string &name) {
+    for (const CLI::App *sub : app.get_subcommands([](CLI::App *) { return true; }))
+      if (sub->get_name() == name) return true;
+    return false;
+  };
+  if (argc > 1 && argv[1][0] != '-' && !isCommand(argv[1])) {
+    fmt::print(stderr, "rnnc: error: unknown command '{}' (the commands are: check, show)\n", argv[1]);
+    return kExitUserError;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp &e) {
