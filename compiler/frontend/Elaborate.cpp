@@ -111,8 +111,9 @@ struct Context {
   const std::string &rootFileName;
   Elaboration &out;
   std::set<const CellDecl *> &walked;  // every cell walked at least once
+  unsigned &instances;                 // walked so far, all roots together
+  uint64_t &work;                      // statements walked so far, all roots together
   std::vector<const CellDecl *> stack; // instantiation chain
-  unsigned instances = 0;
   bool overLimit = false;
 };
 
@@ -234,6 +235,9 @@ void CellWalk::declareAll() {
 
 void CellWalk::run() {
   ctx_.walked.insert(&cell_);
+  ctx_.work += cell_.ports.size() + cell_.body.size();
+  for (const auto &st : cell_.body)
+    if (st->kind == StmtKind::Param) ctx_.work += static_cast<const ParamDecl &>(*st).names.size();
   stmtParams_.assign(cell_.body.size(), {});
   declareAll();
   evaluate(true);
@@ -320,6 +324,7 @@ void CellWalk::checkOutputs() {
 }
 
 std::string CellWalk::didYouMean(const std::string &n, bool readableOnly) const {
+  if (symbols_.size() > kMaxSuggestionCandidates) return "";
   std::vector<std::string> names;
   for (auto &[name, sym] : symbols_)
     if (!readableOnly || sym.kind != SymKind::Local || sym.defIndex < current_) names.push_back(name);
@@ -628,12 +633,16 @@ InstanceResult CellWalk::instantiate(const CallExpr &c, const AssignStmt &s) {
     error(c.callee.range, fmt::format("cell {} instantiates itself", quoted(callee.name.name)), notes);
     return bad;
   }
-  if (ctx_.stack.size() >= Sema::kMaxInstanceDepth || ctx_.instances >= Sema::kMaxInstances) {
+  if (ctx_.stack.size() >= Sema::kMaxInstanceDepth || ctx_.instances >= Sema::kMaxInstances ||
+      ctx_.work >= Sema::kMaxElaboratedStatements) {
     if (!ctx_.overLimit)
-      error(c.callee.range, ctx_.stack.size() >= Sema::kMaxInstanceDepth
-                                ? fmt::format("cells are instantiated too deeply (more than {} levels)",
-                                              Sema::kMaxInstanceDepth)
-                                : fmt::format("too many cell instances (more than {})", Sema::kMaxInstances));
+      error(c.callee.range,
+            ctx_.stack.size() >= Sema::kMaxInstanceDepth
+                ? fmt::format("cells are instantiated too deeply (more than {} levels)", Sema::kMaxInstanceDepth)
+            : ctx_.instances >= Sema::kMaxInstances
+                ? fmt::format("too many cell instances (more than {})", Sema::kMaxInstances)
+                : fmt::format("the instances are too large: together they hold more than {} statements and params",
+                              Sema::kMaxElaboratedStatements));
     ctx_.overLimit = true;
     return bad;
   }
@@ -749,28 +758,30 @@ InstanceResult CellWalk::instantiate(const CallExpr &c, const AssignStmt &s) {
   return result;
 }
 
-/// Whether a cell of the root file is instantiated by some cell or model there.
-bool instantiatedInFile(const CellDecl &cell, const SourceFile &file) {
-  std::function<bool(const Expr &)> calls = [&](const Expr &e) -> bool {
+/// The names of the cells that some cell or model of `file` instantiates
+/// (one pass over the file).
+std::set<std::string> instantiatedNames(const SourceFile &file) {
+  std::set<std::string> names;
+  std::function<void(const Expr &)> visit = [&](const Expr &e) {
     switch (e.kind) {
-    case ExprKind::Unary: return calls(*as<UnaryExpr>(e).operand);
-    case ExprKind::Binary: return calls(*as<BinaryExpr>(e).lhs) || calls(*as<BinaryExpr>(e).rhs);
+    case ExprKind::Unary: visit(*as<UnaryExpr>(e).operand); break;
+    case ExprKind::Binary:
+      visit(*as<BinaryExpr>(e).lhs);
+      visit(*as<BinaryExpr>(e).rhs);
+      break;
     case ExprKind::Call: {
       const auto &c = as<CallExpr>(e);
-      if (c.callee.name == cell.name.name) return true;
-      for (const auto &a : c.args)
-        if (calls(*a)) return true;
-      return false;
+      if (!findBuiltin(c.callee.name)) names.insert(c.callee.name);
+      for (const auto &a : c.args) visit(*a);
+      break;
     }
-    default: return false;
+    default: break;
     }
   };
-  for (const CellDecl *other : file.ownCells) {
-    if (other == &cell) continue;
-    for (const auto &s : other->body)
-      if (s->kind == StmtKind::Assign && calls(*static_cast<const AssignStmt &>(*s).value)) return true;
-  }
-  return false;
+  for (const CellDecl *cell : file.ownCells)
+    for (const auto &s : cell->body)
+      if (s->kind == StmtKind::Assign) visit(*static_cast<const AssignStmt &>(*s).value);
+  return names;
 }
 
 } // namespace
@@ -851,11 +862,14 @@ SemaResult Sema::run(const std::vector<DimOverride> &overrides) {
   // generic: its names are checked now and its widths when it is instantiated.
   bool fileFixesSizes = !result.dims.empty();
   std::set<const CellDecl *> walked;
+  unsigned instances = 0;
+  uint64_t work = 0;
+  std::set<std::string> instantiated = instantiatedNames(root);
   for (const CellDecl *cell : root.ownCells) {
-    if (!cell->isModel && instantiatedInFile(*cell, root)) continue;
+    if (!cell->isModel && instantiated.count(cell->name.name)) continue;
     Elaboration elab;
     elab.decl = cell;
-    Context ctx{program_, diags_, result.dims, rootName, elab, walked, {cell}, 0, false};
+    Context ctx{program_, diags_, result.dims, rootName, elab, walked, instances, work, {cell}, false};
     DimScope scope;
     std::vector<std::string> known;
     for (auto &[n, v] : result.dims) known.push_back(n);
@@ -898,7 +912,7 @@ SemaResult Sema::run(const std::vector<DimOverride> &overrides) {
     for (const CellDecl *cell : file->ownCells) {
       if (walked.count(cell)) continue;
       Elaboration scratch;
-      Context ctx{program_, diags_, result.dims, rootName, scratch, walked, {cell}, 0, false};
+      Context ctx{program_, diags_, result.dims, rootName, scratch, walked, instances, work, {cell}, false};
       DimScope scope;
       for (const NameExpr *u : freeDims(*cell)) {
         auto g = result.dims.find(u->name);

@@ -63,7 +63,11 @@ struct SemaResult {
 class Sema {
 public:
   static constexpr unsigned kMaxInstanceDepth = 32;
+  /// Instances elaborated in one run, all cells and models of the file together.
   static constexpr unsigned kMaxInstances = 10000;
+  /// Statements and params walked in one run, instances inlined: bounds the
+  /// time and memory a file can ask for by instantiating a big cell many times.
+  static constexpr uint64_t kMaxElaboratedStatements = 1000000;
 
   Sema(const Program &program, DiagnosticEngine &diags) : program_(program), diags_(diags) {}
 

@@ -149,7 +149,7 @@ std::string closestName(const std::string &name, const std::vector<std::string> 
     }
     return prev[b.size()];
   };
-  if (name.size() < 2 || name.size() > 64) return {};
+  if (name.size() < 2 || name.size() > 64 || candidates.size() > kMaxSuggestionCandidates) return {};
   std::string best;
   size_t bestDistance = (name.size() + 2) / 3 + 1; // accept at most a third of the letters wrong
   for (const auto &c : candidates) {

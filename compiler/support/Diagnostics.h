@@ -70,8 +70,12 @@ private:
   std::set<std::tuple<int, uint32_t, uint32_t, std::string>> seen_;
 };
 
+/// Most candidates a "did you mean" search looks at; past that it offers none,
+/// so that the cost of an error does not grow with the size of a scope.
+constexpr size_t kMaxSuggestionCandidates = 4096;
+
 /// The closest of `candidates` to `name` by edit distance, if it is close enough
-/// to be worth a "did you mean" (at most a third of the name's length).
+/// to be worth a "did you mean" (about a third of the name's letters wrong).
 std::string closestName(const std::string &name, const std::vector<std::string> &candidates);
 
 /// Formats a byte for a message: printable ASCII as itself, others as \xNN.
