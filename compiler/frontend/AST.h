@@ -103,7 +103,7 @@ using StmtPtr = std::unique_ptr<Stmt>;
 /// `param W_ih: [4*H, I]`, `param b_ih, b_hh: [4*H]`.
 struct ParamDecl : Stmt {
   std::vector<Ident> names;
-  std::vector<ExprPtr> shape; // one size per axis: 1 or 2 of them
+  std::vector<ExprPtr> shape; // one size per axis: 1 or 2 of them; none if it did not parse
   SourceRange shapeRange;
   ParamDecl(SourceRange r) : Stmt(StmtKind::Param, r) {}
 };

@@ -253,7 +253,7 @@ void CellWalk::evaluate(bool first) {
       if (!first) continue;
       for (const auto &n : static_cast<const ParamDecl &>(s).names) {
         const Symbol &sym = symbols_.at(n.name);
-        if (sym.decl == n.range) stmtParams_[i].push_back({prefix_ + n.name, sym.shape, n.range});
+        if (sym.decl == n.range && !sym.shape.empty()) stmtParams_[i].push_back({prefix_ + n.name, sym.shape, n.range});
       }
       continue;
     }
@@ -393,6 +393,7 @@ Val CellWalk::name(const NameExpr &n) {
   }
   const Symbol &sym = it->second;
   if (sym.kind == SymKind::Param) {
+    if (sym.shape.empty()) return Val::error(); // its declaration did not parse
     if (n.hasOffset()) {
       error(n.offsetRange, fmt::format("param {} does not change over time; it cannot be read with a time offset",
                                        quoted(n.name)));
@@ -447,6 +448,7 @@ const CellWalk::Symbol *CellWalk::matrixParam(const Expr &e, const char *context
                                          quoted(n.name)));
         return nullptr;
       }
+      if (it->second.shape.empty()) return nullptr; // its declaration did not parse
       if (it->second.shape.size() == 2) return &it->second;
       error(e.range, fmt::format("{} is a vector param; {} must be a matrix param [rows, cols]", quoted(n.name), context),
             {{it->second.decl, "declared here"}});

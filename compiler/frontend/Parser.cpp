@@ -45,6 +45,8 @@ void Parser::failExpected(const char *what, const char *context) {
   std::string found;
   if (t.kind == Tok::Identifier || t.kind == Tok::Number)
     found = fmt::format("{} {}", tokenSpelling(t.kind), quoted(t.text));
+  else if (t.kind == Tok::Newline && t.range.begin.offset == sm_.text(file_).size())
+    found = tokenSpelling(Tok::Eof); // the newline the lexer adds at the end of a file
   else
     found = tokenSpelling(t.kind);
   // Point at the token found, or just past the previous one for a newline/eof.
@@ -253,17 +255,24 @@ StmtPtr Parser::parseParamDecl() {
   do {
     p->names.push_back(identFrom(expect(Tok::Identifier, "for a param's name")));
   } while (accept(Tok::Comma));
-  expect(Tok::Colon, "after the param's name");
-  Token open = expect(Tok::LBracket, "to begin the param's shape");
-  p->shape.push_back(parseExpr());
-  while (accept(Tok::Comma)) p->shape.push_back(parseExpr());
-  expect(Tok::RBracket, "to close the param's shape");
-  p->shapeRange = {open.range.begin, lastEnd_};
-  if (p->shape.size() > 2)
-    fail(p->shapeRange, fmt::format("a param is a vector [n] or a matrix [rows, cols]; this shape has {} sizes",
-                                    p->shape.size()));
-  p->range = SourceRange::cover(kw.range, p->shapeRange);
-  expectEndOfStatement("the param declaration");
+  // From here on, a declaration in error still declares its names (with no
+  // shape), so that their uses do not report again.
+  try {
+    expect(Tok::Colon, "after the param's name");
+    Token open = expect(Tok::LBracket, "to begin the param's shape");
+    p->shape.push_back(parseExpr());
+    while (accept(Tok::Comma)) p->shape.push_back(parseExpr());
+    expect(Tok::RBracket, "to close the param's shape");
+    p->shapeRange = {open.range.begin, lastEnd_};
+    if (p->shape.size() > 2)
+      fail(p->shapeRange, fmt::format("a param is a vector [n] or a matrix [rows, cols]; this shape has {} sizes",
+                                      p->shape.size()));
+    p->range = SourceRange::cover(kw.range, p->shapeRange);
+    expectEndOfStatement("the param declaration");
+  } catch (SyntaxError &) {
+    p->shape.clear();
+    skipToEndOfStatement();
+  }
   return p;
 }
 
@@ -297,7 +306,8 @@ ExprPtr Parser::makeBinary(char op, const Token &opTok, ExprPtr lhs, ExprPtr rhs
   b->opRange = opTok.range;
   b->depth = std::max(lhs->depth, rhs->depth) + 1;
   if (b->depth > kMaxExprDepth)
-    fail(opTok.range, fmt::format("expression is too deeply nested (more than {} levels)", kMaxExprDepth));
+    fail(opTok.range, fmt::format("expression is too large: its tree is more than {} levels deep (give parts of "
+                                  "a long sum names of their own)", kMaxExprDepth));
   b->lhs = std::move(lhs);
   b->rhs = std::move(rhs);
   return b;

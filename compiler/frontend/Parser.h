@@ -15,7 +15,7 @@ public:
   /// Deepest nesting of parentheses, unary minus and calls the parser follows.
   static constexpr unsigned kMaxNesting = 256;
   /// Tallest expression tree it builds (a long `a + b + c + ...` chain).
-  static constexpr unsigned kMaxExprDepth = 1024;
+  static constexpr unsigned kMaxExprDepth = 4096;
   /// Largest |k| in `v[t-k]`.
   static constexpr int64_t kMaxTimeOffset = 65536;
 
