@@ -14,6 +14,9 @@ config.substitutions.append(("%rnnc", os.path.join(config.rnnc_bin_dir, "rnnc"))
 config.substitutions.append(("%python", config.python))
 config.substitutions.append(("%samples", os.path.join(config.rnnc_src_dir, "samples")))
 config.substitutions.append(("FileCheck", config.filecheck))
+# Set when the build is instrumented by a sanitizer (see bad-input/Inputs/expect.py).
+if "RNNC_SANITIZER" in os.environ:
+    config.environment["RNNC_SANITIZER"] = os.environ["RNNC_SANITIZER"]
 # Diagnostics must not be coloured in tests.
 config.environment["NO_COLOR"] = "1"
 # `not` and `FileCheck` come from LLVM 14's tools.
