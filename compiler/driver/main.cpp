@@ -1,8 +1,13 @@
 // rnnc: the command line. Each subcommand reads a .rnn file through the
 // frontend and reports diagnostics clang style; exit 0 when clean, 1 for a user
 // error (bad input or bad command line), kExitInternal for a bug in rnnc.
+#include "driver/Show.h"
 #include "frontend/ASTDump.h"
 #include "frontend/Frontend.h"
+#include "frontend/Lower.h"
+#include "ir/Printer.h"
+#include "passes/Pipeline.h"
+#include "passes/Stats.h"
 #include "support/Crash.h"
 
 #include <CLI/CLI.hpp>
@@ -17,6 +22,8 @@ namespace {
 struct CommonOptions {
   std::string file;
   std::vector<std::string> defines;
+  bool o0 = false;
+  std::string entry;
 };
 
 void addCommon(CLI::App &cmd, CommonOptions &o) {
@@ -24,9 +31,75 @@ void addCommon(CLI::App &cmd, CommonOptions &o) {
   cmd.add_option("-D", o.defines, "override a dim: -D NAME=VALUE (repeatable)")
       ->allow_extra_args(false)
       ->type_name("NAME=VALUE");
+  // CLI11 takes one-letter short options only; main() spells -O0 as --O0 for it.
+  cmd.add_flag("--O0", o.o0, "-O0: no analysis: one launch per op per step, in time order (the baseline)");
+  cmd.add_option("--entry", o.entry, "the cell or model to compile when the file has several")->type_name("NAME");
 }
 
-/// Runs the frontend; prints diagnostics and a summary. Null on a -D error.
+/// The cell or model a command compiles: --entry, else the file's only model,
+/// else its only root cell. Null after printing why not.
+const Elaboration *selectEntity(const FrontendResult &r, const CommonOptions &o) {
+  std::vector<const Elaboration *> models, all;
+  std::string names;
+  for (const auto &e : r.sema.entities) {
+    all.push_back(&e);
+    if (e.decl->isModel) models.push_back(&e);
+    names += (names.empty() ? "" : ", ") + e.decl->name.name;
+  }
+  const Elaboration *chosen = nullptr;
+  if (!o.entry.empty()) {
+    for (const Elaboration *e : all)
+      if (e->decl->name.name == o.entry) chosen = e;
+    if (!chosen) {
+      fmt::print(stderr, "rnnc: error: {} has no cell or model '{}' to compile (it has: {})\n", o.file, o.entry,
+                 names.empty() ? "none" : names);
+      return nullptr;
+    }
+  } else if (models.size() == 1) {
+    chosen = models[0];
+  } else if (models.empty() && all.size() == 1) {
+    chosen = all[0];
+  } else {
+    fmt::print(stderr, "rnnc: error: {} has {}; choose one with --entry NAME\n", o.file,
+               all.empty() ? std::string("no cell or model to compile") : "several to compile: " + names);
+    return nullptr;
+  }
+  if (!chosen->complete) {
+    std::string dims, flags;
+    for (const auto &d : chosen->unboundDims) {
+      dims += (dims.empty() ? "" : ", ") + d;
+      flags += fmt::format(" -D {}=...", d);
+    }
+    fmt::print(stderr, "rnnc: error: {} {} has dims with no value ({}): declare them or pass{}\n",
+               chosen->decl->keyword(), chosen->decl->name.name, dims, flags);
+    return nullptr;
+  }
+  return chosen;
+}
+
+/// Lowers and runs the pipeline. Diagnostics are printed; null on an error.
+std::unique_ptr<Compilation> compile(FrontendResult &r, const Elaboration &e, bool optimize,
+                                     const PassObserver &observe = {}) {
+  auto graph = lowerToGraph(e, *r.diags);
+  if (!graph) return nullptr;
+  auto c = std::make_unique<Compilation>();
+  c->graph = std::move(*graph);
+  c->optimize = optimize;
+  if (observe) observe("lower", *c, true);
+  if (!runPipeline(*c, *r.diags, observe)) return nullptr;
+  return c;
+}
+
+void printSummary(const DiagnosticEngine &d) {
+  unsigned e = d.errorCount(), w = d.warningCount();
+  if (!e && !w) return;
+  std::string summary;
+  if (w) summary = fmt::format("{} warning{}", w, w == 1 ? "" : "s");
+  if (e) summary += fmt::format("{}{} error{}", w ? " and " : "", e, e == 1 ? "" : "s");
+  fmt::print(stderr, "{} generated.\n", summary);
+}
+
+/// Runs the frontend (diagnostics are printed as they come). Null on a -D error.
 std::unique_ptr<FrontendResult> readFile(const CommonOptions &o) {
   FrontendOptions fo;
   fo.color = ::isatty(STDERR_FILENO) && !std::getenv("NO_COLOR");
@@ -39,36 +112,36 @@ std::unique_ptr<FrontendResult> readFile(const CommonOptions &o) {
     }
     fo.dims.push_back(*parsed);
   }
-  auto r = runFrontend(o.file, fo);
-  unsigned e = r->diags->errorCount(), w = r->diags->warningCount();
-  if (e || w) {
-    std::string summary;
-    if (w) summary = fmt::format("{} warning{}", w, w == 1 ? "" : "s");
-    if (e) summary += fmt::format("{}{} error{}", w ? " and " : "", e, e == 1 ? "" : "s");
-    fmt::print(stderr, "{} generated.\n", summary);
-  }
-  return r;
+  return runFrontend(o.file, fo);
 }
 
 std::string widthText(const std::optional<int64_t> &w) { return w ? std::to_string(*w) : "?"; }
 
-void printParams(const FrontendResult &r) {
+std::string paramsText(const FrontendResult &r) {
+  std::string out;
   for (const auto &e : r.sema.entities) {
-    fmt::print("{} {}{}\n", e.decl->keyword(), e.decl->name.name,
+    out += fmt::format("{} {}{}\n", e.decl->keyword(), e.decl->name.name,
                e.complete ? "" : " (generic: some dims have no value)");
     for (const auto &p : e.inputs)
-      fmt::print("  input {}: {}[{}]\n", p.name, p.type.isIndex ? "index" : "", widthText(p.type.width));
+      out += fmt::format("  input {}: {}[{}]\n", p.name, p.type.isIndex ? "index" : "", widthText(p.type.width));
     for (const auto &p : e.outputs)
-      fmt::print("  output {}: [{}]\n", p.name, widthText(p.type.width));
+      out += fmt::format("  output {}: [{}]\n", p.name, widthText(p.type.width));
     for (const auto &p : e.params) {
       std::string shape;
       for (const auto &s : p.shape) shape += (shape.empty() ? "" : ", ") + widthText(s);
-      fmt::print("  param {}: [{}]\n", p.name, shape);
+      out += fmt::format("  param {}: [{}]\n", p.name, shape);
     }
   }
+  return out;
 }
 
 int run(int argc, char **argv) {
+  std::vector<std::string> args(argv, argv + argc);
+  for (auto &a : args)
+    if (a == "-O0") a = "--O0";
+  std::vector<char *> argp;
+  for (auto &a : args) argp.push_back(a.data());
+  argv = argp.data();
   CLI::App app{"rnnc: an ahead-of-time compiler for recurrent neural network cells"};
   app.set_version_flag("--version", std::string("rnnc ") + RNNC_VERSION);
   app.require_subcommand(1);
@@ -78,11 +151,18 @@ int run(int argc, char **argv) {
   addCommon(*check, checkOpts);
 
   CommonOptions showOpts;
-  bool ast = false, params = false;
+  bool ast = false, params = false, all = false, dot = false, sched = false, stats = false, json = false;
+  std::string after;
   CLI::App *show = app.add_subcommand("show", "show what rnnc made of a .rnn file");
   addCommon(*show, showOpts);
   show->add_flag("--ast", ast, "print the syntax tree");
   show->add_flag("--params", params, "print every param with its full name and shape, instances inlined");
+  show->add_option("--after", after, "print the graph after this pass (lower, canonicalize, ...)")->type_name("PASS");
+  show->add_flag("--all", all, "print the graph after every pass that changed it");
+  show->add_flag("--dot", dot, "print the graph for Graphviz (recurrent nodes and delayed edges marked)");
+  show->add_flag("--schedule", sched, "print stages, loops, streams and each launch with its equations");
+  show->add_flag("--stats", stats, "print loops, launches, GEMMs, flops and memory per step");
+  show->add_flag("--json", json, "with --stats: as JSON");
 
   auto isCommand = [&](const std::string &name) {
     for (const CLI::App *sub : app.get_subcommands([](CLI::App *) { return true; }))
@@ -108,18 +188,69 @@ int run(int argc, char **argv) {
   }
 
   if (check->parsed()) {
+    // Every root whose dims are all known is also lowered and analysed, so the
+    // graph-level errors (algebraic loops, mixed directions) are found too.
     auto r = readFile(checkOpts);
-    return r && r->ok() ? kExitOk : kExitUserError;
+    if (!r) return kExitUserError;
+    try {
+      if (r->ok())
+        for (const auto &e : r->sema.entities)
+          if (e.complete) compile(*r, e, !checkOpts.o0);
+    } catch (TooManyErrors &) {
+    }
+    printSummary(*r->diags);
+    return r->ok() ? kExitOk : kExitUserError;
   }
   if (show->parsed()) {
-    if (!ast && !params) {
-      fmt::print(stderr, "rnnc: error: nothing to show: pass --ast or --params\n");
+    bool graphWanted = !after.empty() || all || dot || sched || stats;
+    if (!ast && !params && !graphWanted) {
+      fmt::print(stderr, "rnnc: error: nothing to show: pass --ast, --params, --after PASS, --all, --dot, "
+                         "--schedule or --stats\n");
+      return kExitUserError;
+    }
+    if (json && !stats) {
+      fmt::print(stderr, "rnnc: error: --json goes with --stats\n");
+      return kExitUserError;
+    }
+    const auto &names = passNames();
+    if (!after.empty() && std::find(names.begin(), names.end(), after) == names.end()) {
+      std::string list;
+      for (const auto &n : names) list += (list.empty() ? "" : ", ") + n;
+      fmt::print(stderr, "rnnc: error: no pass '{}' (the passes are: {})\n", after, list);
       return kExitUserError;
     }
     auto r = readFile(showOpts);
-    if (!r || !r->ok()) return kExitUserError;
-    if (ast) fmt::print("{}", dumpAST(r->program.root().module, r->sm));
-    if (params) printParams(*r);
+    if (!r || !r->ok()) {
+      if (r) printSummary(*r->diags);
+      return kExitUserError;
+    }
+    std::string out;
+    if (ast) out += dumpAST(r->program.root().module, r->sm);
+    if (graphWanted) {
+      const Elaboration *e = selectEntity(*r, showOpts);
+      if (!e) return kExitUserError;
+      std::string dumps;
+      PassObserver observe = [&](const std::string &pass, const Compilation &c, bool changed) {
+        bool graphPass = pass != "fuse-pointwise" && pass != "schedule" && pass != "plan-memory";
+        if (pass == after || (all && changed)) {
+          dumps += fmt::format("// ----- after {} -----\n", pass);
+          dumps += graphPass ? printGraph(c.graph, r->sm) : scheduleText(c, r->sm);
+        }
+      };
+      std::unique_ptr<Compilation> c;
+      try {
+        c = compile(*r, *e, !showOpts.o0, observe);
+      } catch (TooManyErrors &) {
+      }
+      printSummary(*r->diags);
+      if (!c) return kExitUserError;
+      out += dumps;
+      if (dot) out += graphDot(*c, r->sm);
+      if (sched) out += scheduleText(*c, r->sm);
+      if (stats) out += json ? statsJson(computeStats(*c)).dump(2) + "\n" : statsText(computeStats(*c));
+    }
+    if (params) out += paramsText(*r);
+    fmt::print("{}", out);
     std::fflush(stdout);
     return kExitOk;
   }

@@ -193,6 +193,18 @@ void CellWalk::assign(const AssignStmt &s, size_t index, bool first) {
   (void)first;
 }
 
+std::shared_ptr<const ElaboratedInstance> CellWalk::tree() const {
+  auto t = std::make_shared<ElaboratedInstance>();
+  t->cell = &cell_;
+  t->prefix = prefix_;
+  t->dims = scope_.dims;
+  for (const auto &[name, sym] : symbols_)
+    if (sym.kind != SymKind::Param) t->values[name] = sym.type;
+  for (const auto &[stmt, inst] : instances_)
+    if (inst.tree) t->children[stmt] = inst.tree;
+  return t;
+}
+
 std::vector<ElaboratedParam> CellWalk::params() const {
   std::vector<ElaboratedParam> all;
   for (const auto &ps : stmtParams_) all.insert(all.end(), ps.begin(), ps.end());

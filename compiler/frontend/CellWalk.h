@@ -39,6 +39,7 @@ std::vector<const NameExpr *> freeDims(const CellDecl &cell);
 struct InstanceResult {
   std::vector<Val> outputs;
   std::vector<ElaboratedParam> params; // the instance's, full names
+  std::shared_ptr<const ElaboratedInstance> tree;
   bool argsKnown = true;               // every argument's width was known
 };
 
@@ -72,6 +73,8 @@ public:
   std::vector<ElaboratedPort> ports(bool outputs) const;
   /// The cell's params and its instances', in statement order.
   std::vector<ElaboratedParam> params() const;
+  /// What lowering needs to know of this walk and its instances.
+  std::shared_ptr<const ElaboratedInstance> tree() const;
 
 private:
   enum class SymKind { Port, Param, Local };

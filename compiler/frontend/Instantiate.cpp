@@ -25,7 +25,7 @@ std::string describeWidth(const ValueType &t) {
 
 InstanceResult CellWalk::instantiate(const CallExpr &c, const AssignStmt &s) {
   const CellDecl &callee = *ctx_.program.fileOf(cell_).cells.at(c.callee.name);
-  InstanceResult bad{std::vector<Val>(std::max<size_t>(s.targets.size(), 1), Val::error()), {}, true};
+  InstanceResult bad{std::vector<Val>(std::max<size_t>(s.targets.size(), 1), Val::error()), {}, nullptr, true};
   auto argValues = [&] {
     for (const auto &a : c.args) value(*a);
   };
@@ -161,7 +161,7 @@ InstanceResult CellWalk::instantiate(const CallExpr &c, const AssignStmt &s) {
                                         quoted(callee.name.name), describeWidth(want), describeWidth(got)),
           {{port.typeRange, "declared here"}});
   }
-  InstanceResult result{{}, inner.params(), argsKnown};
+  InstanceResult result{{}, inner.params(), inner.tree(), argsKnown};
   for (const ValueType &t : inner.outputTypes()) result.outputs.push_back({t, false});
   return result;
 }

@@ -155,6 +155,7 @@ SemaResult Sema::run(const std::vector<DimOverride> &overrides) {
     CellWalk walk(ctx, *cell, scope, "", {});
     walk.run();
     elab.params = walk.params();
+    elab.tree = walk.tree();
     elab.complete = elab.unboundDims.empty();
     elab.inputs = walk.ports(false);
     elab.outputs = walk.ports(true);

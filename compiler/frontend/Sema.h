@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -39,6 +40,16 @@ struct ElaboratedPort {
   SourceRange decl;
 };
 
+/// One walked cell: the dims it was walked with, the type of each of its
+/// values, and the instances it makes. Lowering to the graph follows this tree.
+struct ElaboratedInstance {
+  const CellDecl *cell = nullptr;
+  std::string prefix; // "" at the root, "h1." for instance h1
+  std::map<std::string, std::optional<int64_t>> dims;
+  std::map<std::string, ValueType> values; // ports and assigned names
+  std::map<const AssignStmt *, std::shared_ptr<const ElaboratedInstance>> children;
+};
+
 /// A cell or model of the root file, walked with the file's dims.
 struct Elaboration {
   const CellDecl *decl = nullptr;
@@ -47,6 +58,7 @@ struct Elaboration {
   std::vector<ElaboratedParam> params; // declaration order, instances inlined
   /// Unbound dims, when not complete.
   std::vector<std::string> unboundDims;
+  std::shared_ptr<const ElaboratedInstance> tree;
 };
 
 /// A `-D NAME=VALUE` from the command line.

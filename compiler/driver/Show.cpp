@@ -1,0 +1,112 @@
+#include "driver/Show.h"
+
+#include "ir/Printer.h"
+
+#include <fmt/format.h>
+#include <map>
+#include <set>
+
+namespace rnnc {
+
+std::string equationLines(const Graph &g, const std::vector<NodeId> &nodes, const SourceManager &sm) {
+  std::map<std::string, std::set<uint32_t>> lines; // file -> lines
+  for (NodeId id : nodes)
+    for (SourceRange r : g.node(id).locs) {
+      if (!r.valid()) continue;
+      std::string loc = locText(sm, r);
+      lines[loc.substr(0, loc.rfind(':'))].insert(sm.lineCol(r.begin).line);
+    }
+  std::string out;
+  for (const auto &[file, ls] : lines) {
+    std::string list;
+    for (uint32_t l : ls) list += (list.empty() ? "" : ",") + std::to_string(l);
+    out += (out.empty() ? "" : " ") + file + ":" + list;
+  }
+  return out;
+}
+
+namespace {
+
+std::string kernelSummary(const Graph &g, const Kernel &k) {
+  if (k.gemm) {
+    const Node &n = g.node(k.nodes[0]);
+    std::string params;
+    for (const auto &p : n.params) params += (params.empty() ? "" : "+") + p;
+    return fmt::format("{} @ {} [{} x {}]", params, edgeText(n.inputs[0]), n.width, g.node(n.inputs[0].src).width);
+  }
+  std::map<std::string, int> ops;
+  std::vector<std::string> order;
+  for (NodeId id : k.nodes) {
+    std::string m = opMnemonic(g.node(id).op);
+    if (!ops[m]++) order.push_back(m);
+  }
+  std::string out;
+  for (const auto &m : order) out += (out.empty() ? "" : " ") + m + (ops[m] > 1 ? fmt::format("*{}", ops[m]) : "");
+  return out;
+}
+
+} // namespace
+
+std::string scheduleText(const Compilation &c, const SourceManager &sm) {
+  const Graph &g = c.graph;
+  std::string out = fmt::format("schedule {}{}: {} stage{}, {} stream{}\n", g.name, c.optimize ? "" : " (-O0)",
+                                c.schedule.stages.size(), c.schedule.stages.size() == 1 ? "" : "s",
+                                c.schedule.streams, c.schedule.streams == 1 ? "" : "s");
+  int launch = 0;
+  for (size_t s = 0; s < c.schedule.stages.size(); ++s) {
+    const Stage &st = c.schedule.stages[s];
+    std::string kind = st.loop ? fmt::format("loop over t {}", st.direction > 0 ? "forward" : "backward")
+                               : std::string("all steps at once");
+    std::string deps;
+    for (int a : st.after) deps += (deps.empty() ? "" : ", ") + std::to_string(a);
+    std::string waits;
+    for (int w : st.waits) waits += (waits.empty() ? "" : ", ") + std::to_string(w);
+    out += fmt::format("stage {}: {}, stream {}", s, kind, st.stream);
+    if (!deps.empty()) out += fmt::format(", after {}", deps);
+    if (!waits.empty()) out += fmt::format(", waits on an event of {}", waits);
+    out += "\n";
+    for (const Kernel &k : st.kernels) {
+      out += fmt::format("  {} k{}: {}", k.gemm ? "gemm  " : "kernel", launch++, kernelSummary(g, k));
+      std::string eq = equationLines(g, k.nodes, sm);
+      if (!eq.empty()) out += "  # " + eq;
+      out += "\n";
+    }
+  }
+  return out;
+}
+
+std::string graphDot(const Compilation &c, const SourceManager &sm) {
+  const Graph &g = c.graph;
+  std::string out = fmt::format("digraph \"{}\" {{\n  rankdir=TB;\n  node [shape=box, fontname=\"monospace\"];\n", g.name);
+  for (NodeId id = 0; id < g.nodes.size(); ++id) {
+    const Node &n = g.node(id);
+    if (n.dead) continue;
+    std::string label = fmt::format("%{} {}", id, opMnemonic(n.op));
+    for (const auto &p : n.params) label += " " + p;
+    if (n.op == Op::Input) label += " " + n.name;
+    if (n.op == Op::Const) label += fmt::format(" {}", n.value);
+    label += fmt::format("\\n[{}]", n.width);
+    if (!n.name.empty() && n.op != Op::Input && n.op != Op::Param) label += " " + n.name;
+    std::string style = c.time.loopOf.size() > id && c.time.recurrent(id)
+                            ? ", style=filled, fillcolor=\"#f4cccc\""
+                            : (opKind(n.op) == OpKind::Leaf ? ", style=rounded" : "");
+    std::string tip = n.locs.empty() ? "" : fmt::format(", tooltip=\"{}\"", locText(sm, n.locs.front()));
+    out += fmt::format("  n{} [label=\"{}\"{}{}];\n", id, label, style, tip);
+  }
+  for (NodeId id = 0; id < g.nodes.size(); ++id) {
+    const Node &n = g.node(id);
+    if (n.dead) continue;
+    for (const Edge &e : n.inputs) {
+      if (e.delay == 0) out += fmt::format("  n{} -> n{};\n", e.src, id);
+      else
+        out += fmt::format("  n{} -> n{} [style=dashed, color=\"#cc0000\", label=\"t{}{}\"];\n", e.src, id,
+                           e.delay > 0 ? '-' : '+', e.delay > 0 ? e.delay : -e.delay);
+    }
+  }
+  for (const GraphPort &o : g.outputs) {
+    out += fmt::format("  out_{} [label=\"output {}\", shape=oval];\n  n{} -> out_{};\n", o.name, o.name, o.value.src, o.name);
+  }
+  return out + "}\n";
+}
+
+} // namespace rnnc

@@ -1,0 +1,17 @@
+// What `rnnc show` prints about a compilation: the schedule (stages, loops,
+// streams, each launch with the equations it computes as file:line) and the
+// graph for Graphviz (recurrent nodes and delayed edges marked).
+#pragma once
+
+#include "passes/Compilation.h"
+
+#include <string>
+
+namespace rnnc {
+
+std::string scheduleText(const Compilation &c, const SourceManager &sm);
+std::string graphDot(const Compilation &c, const SourceManager &sm);
+/// `lstm.rnn:9,10,12`: the distinct lines a set of nodes came from.
+std::string equationLines(const Graph &g, const std::vector<NodeId> &nodes, const SourceManager &sm);
+
+} // namespace rnnc

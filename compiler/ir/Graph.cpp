@@ -1,0 +1,44 @@
+#include "ir/Graph.h"
+
+namespace rnnc {
+
+const char *opMnemonic(Op op) {
+  switch (op) {
+#define RNNC_OP(name, mnemonic, kind)                                                      \
+  case Op::name: return mnemonic;
+#include "ir/Ops.def"
+  }
+  return "?";
+}
+
+OpKind opKind(Op op) {
+  switch (op) {
+#define RNNC_OP(name, mnemonic, kind)                                                      \
+  case Op::name: return OpKind::kind;
+#include "ir/Ops.def"
+  }
+  return OpKind::Leaf;
+}
+
+size_t Graph::liveCount() const {
+  size_t n = 0;
+  for (const Node &node : nodes) n += !node.dead;
+  return n;
+}
+
+const GraphParam *Graph::param(const std::string &name) const {
+  for (const GraphParam &p : params)
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+std::vector<std::vector<std::pair<NodeId, size_t>>> Graph::users() const {
+  std::vector<std::vector<std::pair<NodeId, size_t>>> users(nodes.size());
+  for (NodeId id = 0; id < nodes.size(); ++id) {
+    if (nodes[id].dead) continue;
+    for (size_t i = 0; i < nodes[id].inputs.size(); ++i) users[nodes[id].inputs[i].src].push_back({id, i});
+  }
+  return users;
+}
+
+} // namespace rnnc

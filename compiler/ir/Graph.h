@@ -1,0 +1,86 @@
+// The graph IR: vector-valued nodes whose input edges carry a time delay
+// (0 = same step, k > 0 = k steps back, k < 0 = k steps ahead). A node with a
+// delayed edge into it reads a state. Built through GraphBuilder (Builder.h),
+// which checks each node's invariants; printed by Printer.h; checked whole by
+// Verifier.h.
+#pragma once
+
+#include "support/SourceManager.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace rnnc {
+
+enum class Op : uint8_t {
+#define RNNC_OP(name, mnemonic, kind) name,
+#include "ir/Ops.def"
+};
+
+enum class OpKind : uint8_t { Leaf, Pointwise, Reduce, Gemm, Layout };
+
+const char *opMnemonic(Op op);
+OpKind opKind(Op op);
+
+using NodeId = uint32_t;
+constexpr NodeId kNoNode = UINT32_MAX;
+
+/// An input of a node: the value of `src`, `delay` steps earlier (negative:
+/// later). Before the first step (after the last) it is the initial state.
+struct Edge {
+  NodeId src = kNoNode;
+  int32_t delay = 0;
+  friend bool operator==(Edge a, Edge b) { return a.src == b.src && a.delay == b.delay; }
+  friend bool operator!=(Edge a, Edge b) { return !(a == b); }
+};
+
+struct Node {
+  Op op;
+  int64_t width = 0;   // elements per step and sequence (1 for scalars)
+  bool isIndex = false; // an index input: an integer in [0, width)
+  std::vector<Edge> inputs;
+  /// Param: the vector param read. MatMul: the matrix params, stacked by rows
+  /// (one unless stack-gemms joined several). Embed: the table.
+  std::vector<std::string> params;
+  double value = 0;    // Const
+  int64_t offset = 0;  // Slice: first element taken
+  std::string name;    // the user's name for this value, if it has one
+  std::vector<SourceRange> locs; // where it came from (several once rewritten or fused)
+  bool dead = false;   // removed by a pass; ids stay stable
+};
+
+/// A learnable tensor: full name (`h1.W_ih`), shape, where it was declared.
+struct GraphParam {
+  std::string name;
+  std::vector<int64_t> shape;
+  SourceRange decl;
+  /// Params that stack-gemms laid out side by side with this one, by rows, in
+  /// one contiguous block: the first of a group lists the group.
+  std::vector<std::string> stackedWith;
+};
+
+struct GraphPort {
+  std::string name;
+  Edge value; // an output may be a delayed read (rare) or the port's own node
+  SourceRange decl;
+};
+
+struct Graph {
+  std::string name; // the cell or model compiled
+  std::vector<Node> nodes;
+  std::vector<GraphParam> params;
+  std::vector<GraphPort> inputs;  // the Input nodes, in port order
+  std::vector<GraphPort> outputs;
+  std::optional<NodeId> loss;
+
+  const Node &node(NodeId id) const { return nodes[id]; }
+  Node &node(NodeId id) { return nodes[id]; }
+  size_t liveCount() const;
+  const GraphParam *param(const std::string &name) const;
+  /// Users of each node (live nodes only), with the input position.
+  std::vector<std::vector<std::pair<NodeId, size_t>>> users() const;
+};
+
+} // namespace rnnc

@@ -1,0 +1,19 @@
+// The verifier: checks a whole graph's invariants (every node's, edges to live
+// nodes, ports and params consistent, no cycle of delay-0 edges). Run after
+// lowering, after every pass in debug builds, and before code generation; a
+// failure is an internal compiler error naming what broke and after which step.
+#pragma once
+
+#include "ir/Graph.h"
+
+#include <string>
+
+namespace rnnc {
+
+/// Empty when the graph is well formed; otherwise the first problem found.
+std::string verifyGraph(const Graph &g);
+
+/// verifyGraph, stopping with an internal compiler error on a problem.
+void verifyOrDie(const Graph &g, const char *after);
+
+} // namespace rnnc

@@ -1,0 +1,221 @@
+// The algorithm, repeated until nothing changes (each round shrinks the graph
+// or removes a Sub, so it ends):
+// 1. a - b  ->  a + (-b);  -(-a)  ->  a.
+// 2. An Add (Mul) input that is a delay-0 Add (Mul) used only there is
+//    replaced by its operands.
+// 3. Constants: an op whose inputs are all constants becomes a constant;
+//    several constants in one Add/Mul become one; + 0 and * 1 are dropped; an
+//    Add/Mul left with one operand is replaced by it.
+// 4. CSE: nodes with the same op, inputs (and delays) and attributes merge.
+// 5. DCE: what no output and no loss reaches (over any edge) is removed.
+#include "passes/Canonicalize.h"
+
+#include "ir/Builder.h"
+#include "passes/GraphEdit.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <tuple>
+
+namespace rnnc {
+
+namespace {
+
+bool isConst(const Graph &g, Edge e) { return e.delay == 0 && g.node(e.src).op == Op::Const; }
+
+double fold(Op op, const std::vector<double> &x) {
+  auto sig = [](double v) { return 1 / (1 + std::exp(-v)); };
+  switch (op) {
+  case Op::Add: { double s = 0; for (double v : x) s += v; return s; }
+  case Op::Mul: { double p = 1; for (double v : x) p *= v; return p; }
+  case Op::Div: return x[0] / x[1];
+  case Op::Neg: return -x[0];
+  case Op::Sigmoid: return sig(x[0]);
+  case Op::Tanh: return std::tanh(x[0]);
+  case Op::Relu: return x[0] > 0 ? x[0] : 0;
+  case Op::Exp: return std::exp(x[0]);
+  case Op::Log: return std::log(x[0]);
+  case Op::Softplus: return std::log1p(std::exp(x[0]));
+  case Op::Sqrt: return std::sqrt(x[0]);
+  case Op::Abs: return std::fabs(x[0]);
+  case Op::HardSigmoid: return std::min(1.0, std::max(0.0, 0.2 * x[0] + 0.5));
+  case Op::Silu: return x[0] * sig(x[0]);
+  case Op::Min: return std::min(x[0], x[1]);
+  case Op::Max: return std::max(x[0], x[1]);
+  default: return NAN;
+  }
+}
+
+bool rewriteSubAndNeg(Graph &g) {
+  bool changed = false;
+  GraphBuilder b(g);
+  for (NodeId id = 0; id < g.nodes.size(); ++id) {
+    if (g.node(id).dead) continue;
+    if (g.node(id).op == Op::Sub) {
+      Edge rhs = g.node(id).inputs[1];
+      NodeId neg = b.op(Op::Neg, {rhs}, g.node(id).locs.front());
+      Node &n = g.node(id); // b.op may have moved the node storage
+      n.op = Op::Add;
+      n.inputs[1] = {neg, 0};
+      changed = true;
+    } else if (g.node(id).op == Op::Neg) {
+      Edge in = g.node(id).inputs[0];
+      if (in.delay == 0 && g.node(in.src).op == Op::Neg && g.node(id).width == g.node(g.node(in.src).inputs[0].src).width) {
+        replaceAllUses(g, id, g.node(in.src).inputs[0]);
+        g.node(id).dead = true;
+        changed = true;
+      }
+    }
+  }
+  return changed;
+}
+
+bool flatten(Graph &g) {
+  bool changed = false;
+  auto users = g.users();
+  for (NodeId id = 0; id < g.nodes.size(); ++id) {
+    Node &n = g.node(id);
+    if (n.dead || (n.op != Op::Add && n.op != Op::Mul)) continue;
+    std::vector<Edge> flat;
+    bool any = false;
+    for (Edge e : n.inputs) {
+      const Node &in = g.node(e.src);
+      bool single = users[e.src].size() == 1 && g.loss.value_or(kNoNode) != e.src;
+      for (const GraphPort &o : g.outputs) single &= o.value.src != e.src;
+      if (e.delay == 0 && in.op == n.op && single && e.src != id) {
+        flat.insert(flat.end(), in.inputs.begin(), in.inputs.end());
+        for (auto loc : in.locs) n.locs.push_back(loc);
+        g.node(e.src).dead = true;
+        any = true;
+      } else {
+        flat.push_back(e);
+      }
+    }
+    if (any) {
+      g.node(id).inputs = std::move(flat);
+      changed = true;
+      users = g.users();
+    }
+  }
+  return changed;
+}
+
+bool foldConstants(Graph &g) {
+  bool changed = false;
+  GraphBuilder b(g);
+  for (NodeId id = 0; id < g.nodes.size(); ++id) {
+    Node &n = g.node(id);
+    if (n.dead || opKind(n.op) != OpKind::Pointwise) continue;
+    bool allConst = true;
+    std::vector<double> values;
+    for (Edge e : n.inputs) {
+      allConst &= isConst(g, e);
+      if (isConst(g, e)) values.push_back(g.node(e.src).value);
+    }
+    if (allConst && n.width == 1) {
+      double v = fold(n.op, values);
+      if (std::isfinite(v)) {
+        n.op = Op::Const;
+        n.value = v;
+        n.inputs.clear();
+        changed = true;
+      }
+      continue;
+    }
+    if (n.op != Op::Add && n.op != Op::Mul) continue;
+    double identity = n.op == Op::Add ? 0 : 1;
+    std::vector<Edge> rest;
+    std::vector<double> consts;
+    SourceRange constLoc;
+    for (Edge e : n.inputs) {
+      if (isConst(g, e)) {
+        consts.push_back(g.node(e.src).value);
+        constLoc = g.node(e.src).locs.front();
+      } else {
+        rest.push_back(e);
+      }
+    }
+    if (consts.empty()) continue;
+    double c = fold(n.op, consts);
+    if (consts.size() == 1 && c != identity) continue;
+    bool keepWidth = false; // dropping a scalar must not narrow the result
+    if (c == identity) {
+      int64_t w = 1;
+      for (Edge e : rest) w = std::max(w, g.node(e.src).width);
+      keepWidth = w != n.width;
+    }
+    if (c != identity || keepWidth) rest.push_back({b.constant(c, constLoc), 0});
+    Node &m = g.node(id);
+    m.inputs = rest;
+    changed = true;
+    if (m.inputs.size() == 1) {
+      replaceAllUses(g, id, m.inputs[0]);
+      g.node(id).dead = true;
+    }
+  }
+  return changed;
+}
+
+bool mergeDuplicates(Graph &g) {
+  using Key = std::tuple<Op, std::vector<std::pair<NodeId, int32_t>>, std::vector<std::string>, double, int64_t, int64_t>;
+  std::map<Key, NodeId> seen;
+  bool changed = false;
+  for (NodeId id : topologicalOrder(g)) {
+    const Node &n = g.node(id);
+    if (n.op == Op::Input) continue;
+    std::vector<std::pair<NodeId, int32_t>> ins;
+    for (Edge e : n.inputs) ins.push_back({e.src, e.delay});
+    if (n.op == Op::Add || n.op == Op::Mul) std::sort(ins.begin(), ins.end());
+    Key key{n.op, ins, n.params, n.value, n.offset, n.width};
+    auto [it, fresh] = seen.emplace(key, id);
+    if (fresh) continue;
+    Node &keep = g.node(it->second);
+    for (auto loc : g.node(id).locs) keep.locs.push_back(loc);
+    if (keep.name.empty()) keep.name = g.node(id).name;
+    replaceAllUses(g, id, {it->second, 0});
+    g.node(id).dead = true;
+    changed = true;
+  }
+  return changed;
+}
+
+bool removeDead(Graph &g) {
+  std::vector<bool> needed(g.nodes.size(), false);
+  std::vector<NodeId> work;
+  for (const GraphPort &o : g.outputs) work.push_back(o.value.src);
+  for (const GraphPort &i : g.inputs) work.push_back(i.value.src);
+  if (g.loss) work.push_back(*g.loss);
+  while (!work.empty()) {
+    NodeId id = work.back();
+    work.pop_back();
+    if (needed[id]) continue;
+    needed[id] = true;
+    for (Edge e : g.node(id).inputs) work.push_back(e.src);
+  }
+  bool changed = false;
+  for (NodeId id = 0; id < g.nodes.size(); ++id)
+    if (!g.node(id).dead && !needed[id]) {
+      g.node(id).dead = true;
+      changed = true;
+    }
+  return changed;
+}
+
+} // namespace
+
+bool canonicalize(Graph &g) {
+  bool any = false;
+  for (int round = 0; round < 64; ++round) {
+    bool changed = rewriteSubAndNeg(g);
+    changed |= flatten(g);
+    changed |= foldConstants(g);
+    changed |= mergeDuplicates(g);
+    changed |= removeDead(g);
+    any |= changed;
+    if (!changed) break;
+  }
+  return any;
+}
+
+} // namespace rnnc

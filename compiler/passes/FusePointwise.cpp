@@ -1,0 +1,120 @@
+// 1. Stages: a loop per recurrent component; time-parallel nodes by level.
+//    Leaves (inputs, params, constants) belong to no stage: kernels read them.
+// 2. Phases, in dataflow order: a node's phase is the highest of its inputs'
+//    in the same stage, plus one after a GEMM; in a time-parallel stage also
+//    plus one after a delayed read (a kernel over all steps cannot read what
+//    another thread of the same kernel writes).
+//    Then, back to front, a pointwise node moves as late as its readers allow,
+//    so work no GEMM waits for joins the last kernel instead of opening one.
+// 3. Launches per stage, by phase: the fused kernel of phase k, then the GEMMs
+//    of phase k.
+#include "passes/FusePointwise.h"
+
+#include <map>
+#include <tuple>
+
+namespace rnnc {
+
+std::vector<NodeId> dataflowOrder(const Graph &g, const TimeClasses &time) {
+  auto follow = [&](NodeId user, Edge e) {
+    return e.delay == 0 || time.loopOf[user] < 0 || time.loopOf[e.src] != time.loopOf[user];
+  };
+  std::vector<int> state(g.nodes.size(), 0);
+  std::vector<NodeId> order;
+  for (NodeId root = 0; root < g.nodes.size(); ++root) {
+    if (g.node(root).dead || state[root]) continue;
+    std::vector<std::pair<NodeId, size_t>> stack{{root, 0}};
+    state[root] = 1;
+    while (!stack.empty()) {
+      auto &[id, next] = stack.back();
+      const auto &ins = g.node(id).inputs;
+      if (next < ins.size()) {
+        Edge e = ins[next++];
+        if (follow(id, e) && !state[e.src]) {
+          state[e.src] = 1;
+          stack.push_back({e.src, 0});
+        }
+        continue;
+      }
+      order.push_back(id);
+      stack.pop_back();
+    }
+  }
+  return order;
+}
+
+void fusePointwise(Compilation &c) {
+  const Graph &g = c.graph;
+  const TimeClasses &time = c.time;
+  std::map<std::tuple<int, int>, size_t> stageOf; // (loop or -1, level) -> index
+  std::vector<Stage> stages;
+  std::vector<int> phase(g.nodes.size(), 0);
+  std::vector<int> stageIndex(g.nodes.size(), -1);
+  std::vector<NodeId> order = dataflowOrder(g, time);
+  for (NodeId id : order) {
+    const Node &n = g.node(id);
+    if (opKind(n.op) == OpKind::Leaf) continue;
+    int loop = time.loopOf[id];
+    auto key = std::make_tuple(loop, loop < 0 ? time.level[id] : 0);
+    auto it = stageOf.find(key);
+    if (it == stageOf.end()) {
+      Stage s;
+      s.loop = loop >= 0;
+      s.loopIndex = loop;
+      s.direction = loop >= 0 ? time.loops[loop].direction : +1;
+      s.level = time.level[id];
+      it = stageOf.emplace(key, stages.size()).first;
+      stages.push_back(std::move(s));
+    }
+    Stage &stage = stages[it->second];
+    stage.nodes.push_back(id);
+    stageIndex[id] = static_cast<int>(it->second);
+    int p = 0;
+    for (Edge e : n.inputs) {
+      if (stageIndex[e.src] != stageIndex[id]) continue;
+      if (stage.loop && e.delay != 0) continue; // the previous (next) step
+      bool boundary = opKind(g.node(e.src).op) == OpKind::Gemm || (!stage.loop && e.delay != 0);
+      p = std::max(p, phase[e.src] + (boundary ? 1 : 0));
+    }
+    phase[id] = p;
+  }
+  // As late as possible: readers come after their inputs in `order`.
+  std::vector<int> lastPhase(stages.size(), 0);
+  for (NodeId id : order)
+    if (stageIndex[id] >= 0) lastPhase[stageIndex[id]] = std::max(lastPhase[stageIndex[id]], phase[id]);
+  auto users = g.users();
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    NodeId id = *it;
+    if (stageIndex[id] < 0 || opKind(g.node(id).op) == OpKind::Gemm) continue;
+    const Stage &stage = stages[stageIndex[id]];
+    int late = lastPhase[stageIndex[id]];
+    for (auto [user, slot] : users[id]) {
+      if (stageIndex[user] != stageIndex[id]) continue;
+      int32_t delay = g.node(user).inputs[slot].delay;
+      if (stage.loop && delay != 0) continue;
+      late = std::min(late, phase[user] - (!stage.loop && delay != 0 ? 1 : 0));
+    }
+    phase[id] = std::max(phase[id], late);
+  }
+  for (Stage &stage : stages) {
+    int last = 0;
+    for (NodeId id : stage.nodes) last = std::max(last, phase[id]);
+    for (int k = 0; k <= last; ++k) {
+      if (!c.optimize) break;
+      Kernel fused;
+      std::vector<Kernel> gemms;
+      for (NodeId id : stage.nodes) {
+        if (phase[id] != k) continue;
+        if (opKind(g.node(id).op) == OpKind::Gemm) gemms.push_back({true, {id}});
+        else fused.nodes.push_back(id);
+      }
+      if (!fused.nodes.empty()) stage.kernels.push_back(std::move(fused));
+      for (auto &gk : gemms) stage.kernels.push_back(std::move(gk));
+    }
+    if (!c.optimize)
+      for (NodeId id : stage.nodes) stage.kernels.push_back({opKind(g.node(id).op) == OpKind::Gemm, {id}});
+  }
+  c.schedule.stages = std::move(stages);
+}
+
+} // namespace rnnc

@@ -1,0 +1,107 @@
+// 1. Order: a time-parallel stage of level k has rank 2k, a loop of level k
+//    rank 2k-1; ties keep loop order. A stage needs another if one of its
+//    nodes reads one of the other's.
+// 2. -O0: walk the stages in order, merging each into the current run when it
+//    is a loop of the run's direction, or time-parallel work whose delayed
+//    reads of the run point the way the run goes.
+// 3. Streams, in order: a stage continues the stream whose last stage it needs
+//    (the first such), else opens a new stream; every needed stage on another
+//    stream is an event to wait for.
+#include "passes/Schedule.h"
+
+#include <algorithm>
+#include <set>
+
+namespace rnnc {
+
+namespace {
+
+void computeNeeds(const Graph &g, std::vector<Stage> &stages) {
+  std::vector<int> stageOf(g.nodes.size(), -1);
+  for (size_t s = 0; s < stages.size(); ++s)
+    for (NodeId id : stages[s].nodes) stageOf[id] = static_cast<int>(s);
+  for (size_t s = 0; s < stages.size(); ++s) {
+    std::set<int> needs;
+    for (NodeId id : stages[s].nodes)
+      for (Edge e : g.node(id).inputs)
+        if (stageOf[e.src] >= 0 && stageOf[e.src] != static_cast<int>(s)) needs.insert(stageOf[e.src]);
+    stages[s].after.assign(needs.begin(), needs.end());
+    stages[s].waits.clear();
+  }
+}
+
+std::vector<Stage> mergeIntoRuns(const Graph &g, std::vector<Stage> stages) {
+  std::vector<Stage> runs;
+  std::set<NodeId> inRun;
+  for (Stage &s : stages) {
+    bool joins = false;
+    if (!runs.empty()) {
+      Stage &run = runs.back();
+      if (s.loop) {
+        joins = s.direction == run.direction;
+      } else {
+        joins = true;
+        for (NodeId id : s.nodes)
+          for (Edge e : g.node(id).inputs)
+            if (inRun.count(e.src) && e.delay != 0 && (e.delay > 0) != (run.direction > 0)) joins = false;
+      }
+    }
+    if (!joins) {
+      Stage run;
+      run.loop = true;
+      run.direction = s.loop ? s.direction : +1;
+      run.level = s.level;
+      runs.push_back(std::move(run));
+      inRun.clear();
+    }
+    Stage &run = runs.back();
+    if (s.loop && run.nodes.empty()) run.direction = s.direction;
+    run.loopIndex = run.loopIndex < 0 ? s.loopIndex : run.loopIndex;
+    run.nodes.insert(run.nodes.end(), s.nodes.begin(), s.nodes.end());
+    for (auto &k : s.kernels) run.kernels.push_back(std::move(k));
+    inRun.insert(s.nodes.begin(), s.nodes.end());
+  }
+  return runs;
+}
+
+} // namespace
+
+void schedule(Compilation &c) {
+  std::vector<Stage> &stages = c.schedule.stages;
+  auto rank = [](const Stage &s) { return s.loop ? 2 * s.level - 1 : 2 * s.level; };
+  std::stable_sort(stages.begin(), stages.end(), [&](const Stage &a, const Stage &b) {
+    if (rank(a) != rank(b)) return rank(a) < rank(b);
+    return a.loopIndex < b.loopIndex;
+  });
+  if (!c.optimize) stages = mergeIntoRuns(c.graph, std::move(stages));
+  computeNeeds(c.graph, stages);
+
+  std::vector<int> tail; // last stage issued on each stream
+  for (size_t s = 0; s < stages.size(); ++s) {
+    Stage &stage = stages[s];
+    int stream = -1;
+    if (c.optimize) {
+      for (int need : stage.after)
+        for (size_t k = 0; k < tail.size() && stream < 0; ++k)
+          if (tail[k] == need) stream = static_cast<int>(k);
+    } else if (!tail.empty()) {
+      stream = 0; // -O0: one stream
+    }
+    if (stream < 0 && (stage.after.empty() && !tail.empty() && c.optimize)) {
+      // Needs nothing: it may start at once on a stream of its own.
+      stream = static_cast<int>(tail.size());
+      tail.push_back(-1);
+    }
+    if (stream < 0) {
+      stream = static_cast<int>(tail.size());
+      tail.push_back(-1);
+    }
+    stage.stream = stream;
+    tail[stream] = static_cast<int>(s);
+    for (int need : stage.after)
+      if (stages[need].stream != stream) stage.waits.push_back(need);
+  }
+  c.schedule.streams = std::max<int>(1, static_cast<int>(tail.size()));
+}
+
+} // namespace rnnc

@@ -1,0 +1,79 @@
+#include "passes/Stats.h"
+
+#include <fmt/format.h>
+
+namespace rnnc {
+
+int64_t nodeFlops(const Graph &g, NodeId id) {
+  const Node &n = g.node(id);
+  switch (opKind(n.op)) {
+  case OpKind::Gemm: return 2 * n.width * g.node(n.inputs[0].src).width;
+  case OpKind::Pointwise: {
+    int64_t ops = (n.op == Op::Add || n.op == Op::Mul) ? static_cast<int64_t>(n.inputs.size()) - 1 : 1;
+    return ops * n.width;
+  }
+  case OpKind::Reduce: return g.node(n.inputs[0].src).width * (n.op == Op::CrossEntropy || n.op == Op::Mse ? 3 : 1);
+  default: return 0;
+  }
+}
+
+Stats computeStats(const Compilation &c) {
+  Stats s;
+  for (const Stage &stage : c.schedule.stages) {
+    int64_t flops = 0;
+    for (NodeId id : stage.nodes) flops += nodeFlops(c.graph, id);
+    int gemms = 0;
+    for (const Kernel &k : stage.kernels) gemms += k.gemm;
+    s.kernels += static_cast<int>(stage.kernels.size());
+    if (stage.loop) {
+      ++s.forward.loops;
+      s.forward.stepLaunches += static_cast<int>(stage.kernels.size());
+      s.forward.stepGemms += gemms;
+      s.forward.flopsInLoops += flops;
+    } else {
+      s.forward.hoistedGemms += gemms;
+      s.forward.flopsHoisted += flops;
+    }
+  }
+  s.streams = c.schedule.streams;
+  s.savedBytesPerStep = c.memory.savedBytesPerStep;
+  s.bufferBytesPerStep = c.memory.bufferBytesPerStep;
+  return s;
+}
+
+namespace {
+nlohmann::json directionJson(const DirectionStats &d) {
+  return {{"loops", d.loops},
+          {"step_launches", d.stepLaunches},
+          {"step_gemms", d.stepGemms},
+          {"hoisted_gemms", d.hoistedGemms},
+          {"flops_in_loops", d.flopsInLoops},
+          {"flops_hoisted", d.flopsHoisted},
+          {"scan_loops", d.scanLoops},
+          {"newton_loops", d.newtonLoops}};
+}
+} // namespace
+
+nlohmann::json statsJson(const Stats &s) {
+  return {{"forward", directionJson(s.forward)},
+          {"backward", directionJson(s.backward)},
+          {"streams", s.streams},
+          {"saved_bytes_per_step", s.savedBytesPerStep},
+          {"buffer_bytes_per_step", s.bufferBytesPerStep},
+          {"kernels", s.kernels}};
+}
+
+std::string statsText(const Stats &s) {
+  std::string out;
+  for (auto [name, d] : {std::pair<const char *, const DirectionStats *>{"forward", &s.forward}, {"backward", &s.backward}}) {
+    out += fmt::format("{}: {} loop{}, {} launches and {} GEMMs per step in loops, {} hoisted GEMMs; {} flops per step "
+                       "in loops, {} hoisted (per sequence)\n",
+                       name, d->loops, d->loops == 1 ? "" : "s", d->stepLaunches, d->stepGemms, d->hoistedGemms,
+                       d->flopsInLoops, d->flopsHoisted);
+  }
+  out += fmt::format("streams: {}\nsaved for backward: {} bytes per step and sequence\nbuffers: {} bytes per step and "
+                     "sequence\n", s.streams, s.savedBytesPerStep, s.bufferBytesPerStep);
+  return out;
+}
+
+} // namespace rnnc
