@@ -75,6 +75,16 @@ std::string scheduleText(const Compilation &c, const SourceManager &sm) {
   return out;
 }
 
+std::string memoryText(const Compilation &c) {
+  const MemoryPlan &m = c.memory;
+  std::string saved;
+  for (NodeId id : m.saved) saved += (saved.empty() ? "" : " ") + fmt::format("%{}", id);
+  return fmt::format("memory {}: saved for backward {} bytes per step and sequence ({}); {} buffers, {} bytes per step "
+                     "and sequence ({} without sharing)\n",
+                     c.graph.name, m.savedBytesPerStep, saved.empty() ? "nothing" : saved, m.buffers,
+                     m.bufferBytesPerStep, m.unsharedBytesPerStep);
+}
+
 std::string graphDot(const Compilation &c, const SourceManager &sm) {
   const Graph &g = c.graph;
   std::string out = fmt::format("digraph \"{}\" {{\n  rankdir=TB;\n  node [shape=box, fontname=\"monospace\"];\n", g.name);

@@ -10,6 +10,8 @@
 namespace rnnc {
 
 std::string scheduleText(const Compilation &c, const SourceManager &sm);
+/// The memory plan: values saved for backward, buffers after sharing.
+std::string memoryText(const Compilation &c);
 std::string graphDot(const Compilation &c, const SourceManager &sm);
 /// `lstm.rnn:9,10,12`: the distinct lines a set of nodes came from.
 std::string equationLines(const Graph &g, const std::vector<NodeId> &nodes, const SourceManager &sm);

@@ -231,10 +231,11 @@ int run(int argc, char **argv) {
       if (!e) return kExitUserError;
       std::string dumps;
       PassObserver observe = [&](const std::string &pass, const Compilation &c, bool changed) {
-        bool graphPass = pass != "fuse-pointwise" && pass != "schedule" && pass != "plan-memory";
         if (pass == after || (all && changed)) {
           dumps += fmt::format("// ----- after {} -----\n", pass);
-          dumps += graphPass ? printGraph(c.graph, r->sm) : scheduleText(c, r->sm);
+          if (pass == "plan-memory") dumps += memoryText(c);
+          else if (pass == "fuse-pointwise" || pass == "schedule") dumps += scheduleText(c, r->sm);
+          else dumps += printGraph(c.graph, r->sm);
         }
       };
       std::unique_ptr<Compilation> c;

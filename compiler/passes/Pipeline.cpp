@@ -44,7 +44,7 @@ bool runPipeline(Compilation &c, DiagnosticEngine &diags, const PassObserver &ob
   }
   // Pointwise work between GEMMs fuses into one kernel per stage (-O0: a launch per op).
   fusePointwise(c);
-  done("fuse-pointwise", true);
+  done("fuse-pointwise", c.optimize);
   // Stages in issue order; independent stages on their own streams, events between.
   schedule(c);
   done("schedule", true);
