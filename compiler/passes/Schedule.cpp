@@ -30,20 +30,35 @@ void computeNeeds(const Graph &g, std::vector<Stage> &stages) {
   }
 }
 
+/// Whether every delayed read among `nodes` (and from `nodes` into `run`) goes
+/// the way a loop of `direction` runs, so one loop can compute them all.
+bool readsFollow(const Graph &g, const std::vector<NodeId> &nodes, const std::set<NodeId> &run, int direction) {
+  for (NodeId id : nodes)
+    for (Edge e : g.node(id).inputs)
+      if (run.count(e.src) && e.delay != 0 && (e.delay > 0) != (direction > 0)) return false;
+  return true;
+}
+
 std::vector<Stage> mergeIntoRuns(const Graph &g, std::vector<Stage> stages) {
   std::vector<Stage> runs;
   std::set<NodeId> inRun;
+  bool runHasLoop = false;
   for (Stage &s : stages) {
     bool joins = false;
     if (!runs.empty()) {
       Stage &run = runs.back();
-      if (s.loop) {
+      std::set<NodeId> with = inRun;
+      with.insert(s.nodes.begin(), s.nodes.end());
+      if (s.loop && runHasLoop) {
         joins = s.direction == run.direction;
-      } else {
+      } else if (s.loop) {
+        // A run of time-parallel work takes the loop's direction if its own
+        // delayed reads allow it.
         joins = true;
-        for (NodeId id : s.nodes)
-          for (Edge e : g.node(id).inputs)
-            if (inRun.count(e.src) && e.delay != 0 && (e.delay > 0) != (run.direction > 0)) joins = false;
+        for (const auto &part : {run.nodes, s.nodes}) joins &= readsFollow(g, part, with, s.direction);
+        if (joins) run.direction = s.direction;
+      } else {
+        joins = readsFollow(g, s.nodes, with, run.direction);
       }
     }
     if (!joins) {
@@ -53,9 +68,10 @@ std::vector<Stage> mergeIntoRuns(const Graph &g, std::vector<Stage> stages) {
       run.level = s.level;
       runs.push_back(std::move(run));
       inRun.clear();
+      runHasLoop = false;
     }
     Stage &run = runs.back();
-    if (s.loop && run.nodes.empty()) run.direction = s.direction;
+    runHasLoop |= s.loop;
     run.loopIndex = run.loopIndex < 0 ? s.loopIndex : run.loopIndex;
     run.nodes.insert(run.nodes.end(), s.nodes.begin(), s.nodes.end());
     for (auto &k : s.kernels) run.kernels.push_back(std::move(k));
