@@ -75,6 +75,22 @@ std::string scheduleText(const Compilation &c, const SourceManager &sm) {
   return out;
 }
 
+std::string timeClassesText(const Compilation &c) {
+  std::string out;
+  for (size_t l = 0; l < c.time.loops.size(); ++l) {
+    const RecurrentLoop &loop = c.time.loops[l];
+    std::string nodes;
+    for (NodeId id : loop.nodes) nodes += fmt::format(" %{}", id);
+    out += fmt::format("loop {}: {}, level {}:{}\n", l, loop.direction > 0 ? "forward" : "backward", loop.level, nodes);
+  }
+  std::string parallel;
+  for (NodeId id = 0; id < c.graph.nodes.size(); ++id)
+    if (!c.graph.node(id).dead && !c.time.recurrent(id) && opKind(c.graph.node(id).op) != OpKind::Leaf)
+      parallel += fmt::format(" %{}", id);
+  out += fmt::format("time-parallel:{}\n", parallel.empty() ? " none" : parallel);
+  return out;
+}
+
 std::string memoryText(const Compilation &c) {
   const MemoryPlan &m = c.memory;
   std::string saved;

@@ -10,6 +10,8 @@
 namespace rnnc {
 
 std::string scheduleText(const Compilation &c, const SourceManager &sm);
+/// The loops classify-time found: direction, level and nodes of each.
+std::string timeClassesText(const Compilation &c);
 /// The memory plan: values saved for backward, buffers after sharing.
 std::string memoryText(const Compilation &c);
 std::string graphDot(const Compilation &c, const SourceManager &sm);

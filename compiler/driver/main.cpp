@@ -219,6 +219,11 @@ int run(int argc, char **argv) {
       fmt::print(stderr, "rnnc: error: no pass '{}' (the passes are: {})\n", after, list);
       return kExitUserError;
     }
+    if (showOpts.o0 && !after.empty() && (after == "canonicalize" || after == "hoist-time-parallel" || after == "stack-gemms")) {
+      fmt::print(stderr, "rnnc: error: {} does not run at -O0 (it runs lower, classify-time, fuse-pointwise, "
+                         "schedule and plan-memory)\n", after);
+      return kExitUserError;
+    }
     auto r = readFile(showOpts);
     if (!r || !r->ok()) {
       if (r) printSummary(*r->diags);
@@ -234,6 +239,7 @@ int run(int argc, char **argv) {
         if (pass == after || (all && changed)) {
           dumps += fmt::format("// ----- after {} -----\n", pass);
           if (pass == "plan-memory") dumps += memoryText(c);
+          else if (pass == "classify-time") dumps += printGraph(c.graph, r->sm) + timeClassesText(c);
           else if (pass == "fuse-pointwise" || pass == "schedule") dumps += scheduleText(c, r->sm);
           else dumps += printGraph(c.graph, r->sm);
         }

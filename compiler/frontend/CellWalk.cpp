@@ -90,11 +90,11 @@ void CellWalk::declare(const Ident &id, Symbol sym) {
 }
 
 void CellWalk::declareAll() {
-  for (const auto &p : cell_.ports) declare(p.name, {SymKind::Port, p.name.range, 0, {p.isIndex, std::nullopt}, true, {}});
+  for (const auto &p : cell_.ports) declare(p.name, {SymKind::Port, p.name.range, 0, {p.isIndex, std::nullopt}, true, false, {}});
   for (size_t i = 0; i < cell_.body.size(); ++i) {
     const Stmt &s = *cell_.body[i];
     if (s.kind == StmtKind::Param) {
-      for (const auto &n : static_cast<const ParamDecl &>(s).names) declare(n, {SymKind::Param, n.range, i, {}, true, {}});
+      for (const auto &n : static_cast<const ParamDecl &>(s).names) declare(n, {SymKind::Param, n.range, i, {}, true, false, {}});
     } else {
       const auto &a = static_cast<const AssignStmt &>(s);
       std::set<std::string> seen;
@@ -103,7 +103,7 @@ void CellWalk::declareAll() {
           error(t.range, fmt::format("{} is assigned twice in one statement", quoted(t.name)));
           continue;
         }
-        declare(t, {SymKind::Local, t.range, i, {}, false, {}});
+        declare(t, {SymKind::Local, t.range, i, {}, false, false, {}});
       }
     }
   }
@@ -135,8 +135,27 @@ void CellWalk::run() {
   stmtParams_.assign(cell_.body.size(), {});
   declareAll();
   evaluate(true);
-  if (needsSecondPass_) evaluate(false);
+  // Again while a pass learns widths that earlier reads needed.
+  for (int pass = 1; needsSecondPass_ && pass < kMaxPasses; ++pass) {
+    needsSecondPass_ = false;
+    widthsLearned_ = 0;
+    evaluate(false);
+    if (widthsLearned_ == 0) break;
+  }
   checkOutputs();
+  // A width still unknown with every dim known and no error so far (an error
+  // leaves widths unknown too) comes from a value defined only through
+  // offsets of itself.
+  if (!complete_ || ctx_.diags.hasErrors()) return;
+  for (const auto &st : cell_.body) {
+    if (st->kind != StmtKind::Assign) continue;
+    for (const auto &t : static_cast<const AssignStmt &>(*st).targets) {
+      const Symbol &sym = symbols_.at(t.name);
+      if (sym.decl == t.range && sym.typed && !sym.bad && !sym.type.width)
+        error(t.range, fmt::format("cannot tell how wide {} is: it is computed only from time-offset reads of "
+                                   "values whose width depends on it", quoted(t.name)));
+    }
+  }
 }
 
 void CellWalk::evaluate(bool first) {
@@ -184,8 +203,10 @@ void CellWalk::assign(const AssignStmt &s, size_t index, bool first) {
     if (it == symbols_.end() || it->second.decl != s.targets[k].range) continue;
     Symbol &sym = it->second;
     Val v = k < results.size() ? results[k] : Val::error();
+    if (!sym.type.width && v.type.width && sym.typed) ++widthsLearned_;
     sym.type = v.type;
     sym.typed = true;
+    sym.bad = v.bad;
     if (s.targets[k].name == "loss" && v.type.width && *v.type.width != 1 && !v.bad)
       error(s.targets[k].range, fmt::format("'loss' is the training objective and must be a scalar, but this "
                                             "value is {} wide", *v.type.width));

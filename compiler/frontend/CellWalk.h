@@ -84,8 +84,12 @@ private:
     size_t defIndex = 0; // statement that defines it
     ValueType type;
     bool typed = false;
+    bool bad = false; // its value had an error (already reported)
     std::vector<std::optional<int64_t>> shape; // params
   };
+  /// Most evaluation passes over a cell: each one can learn the width of a
+  /// variable read with an offset above its definition (h[t-1] before h = ...).
+  static constexpr int kMaxPasses = 32;
 
   void error(SourceRange r, std::string msg, Notes notes = {}) {
     for (auto &n : chain_) notes.push_back(n);
@@ -121,6 +125,7 @@ private:
   size_t current_ = 0;            // index of the statement being evaluated
   const AssignStmt *currentAssign_ = nullptr;
   bool needsSecondPass_ = false;
+  int widthsLearned_ = 0; // in the current pass
   std::map<const AssignStmt *, InstanceResult> instances_;
   std::vector<std::vector<ElaboratedParam>> stmtParams_; // per statement
 };

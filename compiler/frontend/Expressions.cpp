@@ -78,9 +78,9 @@ Val CellWalk::name(const NameExpr &n) {
       return Val::error();
     }
   }
-  if (sym.kind == SymKind::Local && !sym.typed) {
-    needsSecondPass_ = true; // read with an offset above its definition
-    return {{false, std::nullopt}, false};
+  if (sym.kind == SymKind::Local && (!sym.typed || (!sym.type.width && !sym.bad && sym.defIndex >= current_))) {
+    needsSecondPass_ = true; // read with an offset above its definition, width not known yet
+    return {{sym.type.isIndex, std::nullopt}, false};
   }
   return {sym.type, false};
 }

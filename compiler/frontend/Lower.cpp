@@ -146,7 +146,8 @@ Edge Lowering::name(Scope &s, const NameExpr &n) {
     if (it == s.paramReads.end()) it = s.paramReads.emplace(n.name, b_.param(s.inst.prefix + n.name, n.range)).first;
     return {it->second, 0};
   }
-  if (auto it = s.values.find(n.name); it != s.values.end()) return {it->second.src, it->second.delay + delay};
+  if (auto it = s.values.find(n.name); it != s.values.end())
+    return {it->second.src, it->second.delay + delay, n.range};
   // Read with an offset above its definition: a placeholder of the same type.
   auto it = s.forward.find(n.name);
   if (it == s.forward.end()) {
@@ -156,7 +157,7 @@ Edge Lowering::name(Scope &s, const NameExpr &n) {
     it = s.forward.emplace(n.name, static_cast<NodeId>(g_.nodes.size() - 1)).first;
     placeholderName_[it->second] = s.inst.prefix + n.name;
   }
-  return {it->second, delay};
+  return {it->second, delay, n.range};
 }
 
 Edge Lowering::call(Scope &s, const CallExpr &c) {
@@ -216,7 +217,10 @@ bool Lowering::resolvePlaceholders() {
   }
   if (!ok) return false;
   auto fix = [&](Edge &e) {
-    if (auto it = resolved.find(e.src); it != resolved.end()) e = {it->second.src, it->second.delay + e.delay};
+    if (auto it = resolved.find(e.src); it != resolved.end()) {
+      e.src = it->second.src;
+      e.delay += it->second.delay;
+    }
   };
   for (Node &n : g_.nodes)
     for (Edge &e : n.inputs) fix(e);

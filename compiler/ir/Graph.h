@@ -32,6 +32,11 @@ constexpr NodeId kNoNode = UINT32_MAX;
 struct Edge {
   NodeId src = kNoNode;
   int32_t delay = 0;
+  SourceRange loc; // the read in the source (`h[t-1]`), where there is one
+
+  Edge() = default;
+  Edge(NodeId s, int32_t d = 0, SourceRange l = {}) : src(s), delay(d), loc(l) {}
+  /// Same source and delay (where it was read does not matter).
   friend bool operator==(Edge a, Edge b) { return a.src == b.src && a.delay == b.delay; }
   friend bool operator!=(Edge a, Edge b) { return !(a == b); }
 };

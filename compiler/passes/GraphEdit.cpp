@@ -8,10 +8,16 @@ void replaceAllUses(Graph &g, NodeId from, Edge to) {
   for (Node &n : g.nodes) {
     if (n.dead) continue;
     for (Edge &e : n.inputs)
-      if (e.src == from) e = {to.src, to.delay + e.delay};
+      if (e.src == from) {
+        e.src = to.src;
+        e.delay += to.delay;
+      }
   }
   for (GraphPort &o : g.outputs)
-    if (o.value.src == from) o.value = {to.src, to.delay + o.value.delay};
+    if (o.value.src == from) {
+      o.value.src = to.src;
+      o.value.delay += to.delay;
+    }
   if (g.loss && *g.loss == from) {
     RNNC_ASSERT(to.delay == 0, "the loss replaced by a delayed value");
     g.loss = to.src;

@@ -88,26 +88,50 @@ void planMemory(Compilation &c) {
       escapes[id] = true;
       lastUse[id] = end;
     }
+  // A buffer freed by one stage may be reused by another only if that stage is
+  // ordered after it: the same stage, or one that needs it, directly or not
+  // (stages on different streams run at the same time otherwise).
+  const auto &stages = c.schedule.stages;
+  std::vector<std::vector<bool>> ordered(stages.size(), std::vector<bool>(stages.size(), false));
+  for (size_t s = 0; s < stages.size(); ++s) {
+    ordered[s][s] = true;
+    for (int a : stages[s].after)
+      for (size_t k = 0; k < stages.size(); ++k)
+        if (ordered[a][k]) ordered[s][k] = true; // `after` points to earlier stages, already complete
+  }
+  std::vector<int> stageOfLaunch(position + 1, 0);
+  for (NodeId id = 0; id < g.nodes.size(); ++id)
+    if (launchOf[id] >= 0) stageOfLaunch[launchOf[id]] = stageOf[id];
   struct Interval { int from, to; int64_t bytes; };
   std::vector<Interval> live;
   for (NodeId id = 0; id < g.nodes.size(); ++id)
     if (escapes[id] && launchOf[id] >= 0) live.push_back({launchOf[id], std::max(lastUse[id], launchOf[id]), 4 * g.node(id).width});
   std::sort(live.begin(), live.end(), [](const Interval &a, const Interval &b) { return a.from < b.from; });
-  std::vector<std::pair<int, int64_t>> buffers; // (free after launch, size)
+  struct Buffer { int freeAfter; int64_t bytes; std::set<int> users; }; // users: stages that touched it
+  std::vector<Buffer> buffers;
   for (const Interval &v : live) {
     plan.unsharedBytesPerStep += v.bytes;
+    int writer = stageOfLaunch[v.from];
+    int lastReader = v.to >= end ? -1 : stageOfLaunch[v.to];
     int chosen = -1;
-    for (size_t b = 0; b < buffers.size() && chosen < 0; ++b)
-      if (buffers[b].first < v.from) chosen = static_cast<int>(b);
-    if (chosen < 0) {
-      buffers.push_back({v.to, v.bytes});
-    } else {
-      buffers[chosen].first = v.to;
-      buffers[chosen].second = std::max(buffers[chosen].second, v.bytes);
+    for (size_t b = 0; b < buffers.size() && chosen < 0; ++b) {
+      if (buffers[b].freeAfter >= v.from) continue;
+      bool safe = true;
+      for (int u : buffers[b].users) safe &= ordered[writer][u];
+      if (safe) chosen = static_cast<int>(b);
     }
+    if (chosen < 0) {
+      chosen = static_cast<int>(buffers.size());
+      buffers.push_back({v.to, v.bytes, {}});
+    }
+    Buffer &buf = buffers[chosen];
+    buf.freeAfter = v.to;
+    buf.bytes = std::max(buf.bytes, v.bytes);
+    buf.users.insert(writer);
+    if (lastReader >= 0) buf.users.insert(lastReader);
   }
   plan.buffers = static_cast<int>(buffers.size());
-  for (auto &b : buffers) plan.bufferBytesPerStep += b.second;
+  for (auto &b : buffers) plan.bufferBytesPerStep += b.bytes;
   c.memory = std::move(plan);
 }
 

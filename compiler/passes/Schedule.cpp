@@ -62,9 +62,27 @@ std::vector<Stage> mergeIntoRuns(const Graph &g, std::vector<Stage> stages) {
       }
     }
     if (!joins) {
+      std::set<NodeId> own(s.nodes.begin(), s.nodes.end());
+      int direction = s.loop ? s.direction : readsFollow(g, s.nodes, own, +1) ? +1 : readsFollow(g, s.nodes, own, -1) ? -1 : 0;
+      if (direction == 0) {
+        // Time-parallel work reading both earlier and later steps of itself:
+        // one loop per op, each after the ops it reads (they are in order).
+        for (size_t k = 0; k < s.nodes.size(); ++k) {
+          Stage one;
+          one.loop = true;
+          one.level = s.level;
+          one.nodes = {s.nodes[k]};
+          for (auto &kernel : s.kernels)
+            if (kernel.nodes == one.nodes) one.kernels.push_back(kernel);
+          runs.push_back(std::move(one));
+        }
+        inRun.clear();
+        runHasLoop = true; // nothing more joins these
+        continue;
+      }
       Stage run;
       run.loop = true;
-      run.direction = s.loop ? s.direction : +1;
+      run.direction = direction;
       run.level = s.level;
       runs.push_back(std::move(run));
       inRun.clear();

@@ -66,10 +66,13 @@ nlohmann::json statsJson(const Stats &s) {
 std::string statsText(const Stats &s) {
   std::string out;
   for (auto [name, d] : {std::pair<const char *, const DirectionStats *>{"forward", &s.forward}, {"backward", &s.backward}}) {
-    out += fmt::format("{}: {} loop{}, {} launches and {} GEMMs per step in loops, {} hoisted GEMMs; {} flops per step "
-                       "in loops, {} hoisted (per sequence)\n",
-                       name, d->loops, d->loops == 1 ? "" : "s", d->stepLaunches, d->stepGemms, d->hoistedGemms,
-                       d->flopsInLoops, d->flopsHoisted);
+    auto plural = [](int n, const char *one, const char *many) { return fmt::format("{} {}", n, n == 1 ? one : many); };
+    out += fmt::format("{}: {}, {} and {} per step in loops, {}; {} flops per step in loops, {} hoisted (per "
+                       "sequence)\n",
+                       name, plural(d->loops, "loop", "loops"), plural(d->stepLaunches, "launch", "launches"),
+                       plural(d->stepGemms, "GEMM", "GEMMs"), plural(d->hoistedGemms, "hoisted GEMM", "hoisted GEMMs"),
+                       d->flopsInLoops,
+                       d->flopsHoisted);
   }
   out += fmt::format("streams: {}\nsaved for backward: {} bytes per step and sequence\nbuffers: {} bytes per step and "
                      "sequence\n", s.streams, s.savedBytesPerStep, s.bufferBytesPerStep);
