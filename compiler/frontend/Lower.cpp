@@ -47,6 +47,8 @@ public:
   std::vector<Edge> cell(const ElaboratedInstance &inst, const std::vector<Edge> &ports);
   /// Step 3: every placeholder replaced by its value. False after an error.
   bool resolvePlaceholders();
+  /// The root's `loss`, once lowered (placeholders resolved).
+  std::optional<Edge> loss() const { return loss_; }
 
 private:
   struct Scope {
@@ -69,6 +71,7 @@ private:
   std::map<NodeId, Edge> placeholderValue_; // placeholder -> what it stands for
   std::map<NodeId, SourceRange> placeholderDecl_;
   std::map<NodeId, std::string> placeholderName_; // the name it stands for, full
+  std::optional<Edge> loss_;
 };
 
 std::vector<int64_t> Lowering::shape(const Scope &s, const ParamDecl &p) {
@@ -125,6 +128,8 @@ std::vector<Edge> Lowering::cell(const ElaboratedInstance &inst, const std::vect
     RNNC_ASSERT(it != s.values.end(), "a forward read of '" + n + "' was never defined");
     placeholderValue_[placeholder] = it->second;
   }
+  if (inst.prefix.empty())
+    if (auto it = s.values.find("loss"); it != s.values.end()) loss_ = it->second;
   std::vector<Edge> outs;
   for (const auto &o : decl.outputs) outs.push_back(s.values.at(o.name));
   return outs;
@@ -291,14 +296,14 @@ std::optional<Graph> lowerToGraph(const Elaboration &elab, DiagnosticEngine &dia
   for (size_t i = 0; i < outs.size(); ++i)
     g.outputs.push_back({elab.decl->outputs[i].name, outs[i], elab.decl->outputs[i].range});
   if (!lowering.resolvePlaceholders()) return std::nullopt;
-  // The objective: the root's `loss`, when it defines one.
-  for (const auto &st : elab.decl->body) {
-    if (st->kind != StmtKind::Assign) continue;
-    for (const auto &t : static_cast<const AssignStmt &>(*st).targets)
-      if (t.name == "loss") {
-        for (NodeId id = 0; id < g.nodes.size(); ++id)
-          if (!g.node(id).dead && g.node(id).name == "loss") g.loss = id;
-      }
+  // The objective: the root's `loss`, when it defines one, read at the current step.
+  if (auto loss = lowering.loss()) {
+    if (loss->delay != 0) {
+      diags.error(loss->loc, "the training objective 'loss' must be a value of the current step, not a read of "
+                             "another step");
+      return std::nullopt;
+    }
+    g.loss = loss->src;
   }
   if (!checkAlgebraicLoops(g, diags)) return std::nullopt;
   warnUnusedParams(g, diags);

@@ -27,9 +27,11 @@ size_t Graph::liveCount() const {
 }
 
 const GraphParam *Graph::param(const std::string &name) const {
-  for (const GraphParam &p : params)
-    if (p.name == name) return &p;
-  return nullptr;
+  // Params are only ever appended: index the new ones.
+  if (paramIndex_.size() > params.size()) paramIndex_.clear();
+  for (size_t i = paramIndex_.size(); i < params.size(); ++i) paramIndex_.emplace(params[i].name, i);
+  auto it = paramIndex_.find(name);
+  return it == paramIndex_.end() ? nullptr : &params[it->second];
 }
 
 std::vector<std::vector<std::pair<NodeId, size_t>>> Graph::users() const {

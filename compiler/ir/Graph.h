@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace rnnc {
@@ -80,9 +81,15 @@ struct Graph {
   std::vector<GraphPort> outputs;
   std::optional<NodeId> loss;
 
+private:
+  mutable std::unordered_map<std::string, size_t> paramIndex_;
+
+public:
+
   const Node &node(NodeId id) const { return nodes[id]; }
   Node &node(NodeId id) { return nodes[id]; }
   size_t liveCount() const;
+  /// The param called `name`, or null (an index kept up to date as params are added).
   const GraphParam *param(const std::string &name) const;
   /// Users of each node (live nodes only), with the input position.
   std::vector<std::vector<std::pair<NodeId, size_t>>> users() const;

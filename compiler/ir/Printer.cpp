@@ -44,7 +44,7 @@ std::string printGraph(const Graph &g, const SourceManager &sm) {
     out += fmt::format("  %{} = {}{}{} : {}", id, opMnemonic(n.op), args, range, type);
     std::string note;
     if (!n.name.empty() && n.op != Op::Input && n.op != Op::Param) note = n.name;
-    if (!n.locs.empty()) note += (note.empty() ? "" : " ") + std::string("@") + locText(sm, n.locs.front());
+    if (!n.locs.empty() && n.locs.front().valid()) note += (note.empty() ? "" : " ") + std::string("@") + locText(sm, n.locs.front());
     if (!note.empty()) out += "  # " + note;
     out += "\n";
   }

@@ -24,6 +24,10 @@ namespace {
 
 bool isConst(const Graph &g, Edge e) { return e.delay == 0 && g.node(e.src).op == Op::Const; }
 
+/// Whether the uses of `id` may read `to` instead: the loss must stay a value
+/// of the current step.
+bool canReplace(const Graph &g, NodeId id, Edge to) { return to.delay == 0 || g.loss != id; }
+
 double fold(Op op, const std::vector<double> &x) {
   auto sig = [](double v) { return 1 / (1 + std::exp(-v)); };
   switch (op) {
@@ -61,7 +65,8 @@ bool rewriteSubAndNeg(Graph &g) {
       changed = true;
     } else if (g.node(id).op == Op::Neg) {
       Edge in = g.node(id).inputs[0];
-      if (in.delay == 0 && g.node(in.src).op == Op::Neg && g.node(id).width == g.node(g.node(in.src).inputs[0].src).width) {
+      if (in.delay == 0 && g.node(in.src).op == Op::Neg && g.node(id).width == g.node(g.node(in.src).inputs[0].src).width &&
+          canReplace(g, id, g.node(in.src).inputs[0])) {
         replaceAllUses(g, id, g.node(in.src).inputs[0]);
         g.node(id).dead = true;
         changed = true;
@@ -93,9 +98,9 @@ bool flatten(Graph &g) {
       }
     }
     if (any) {
+      // Use counts stay right: each operand moved from the inner node to this one.
       g.node(id).inputs = std::move(flat);
       changed = true;
-      users = g.users();
     }
   }
   return changed;
@@ -139,6 +144,7 @@ bool foldConstants(Graph &g) {
     if (consts.empty()) continue;
     double c = fold(n.op, consts);
     if (consts.size() == 1 && c != identity) continue;
+    if (c == identity && rest.size() == 1 && !canReplace(g, id, rest[0])) continue;
     bool keepWidth = false; // dropping a scalar must not narrow the result
     if (c == identity) {
       int64_t w = 1;
@@ -170,6 +176,9 @@ bool mergeDuplicates(Graph &g) {
     Key key{n.op, ins, n.params, n.value, n.offset, n.width};
     auto [it, fresh] = seen.emplace(key, id);
     if (fresh) continue;
+    if (g.loss == id) { // keep the loss's own node; merge the other into it
+      std::swap(it->second, id);
+    }
     Node &keep = g.node(it->second);
     for (auto loc : g.node(id).locs) keep.locs.push_back(loc);
     if (keep.name.empty()) keep.name = g.node(id).name;

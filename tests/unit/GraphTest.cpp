@@ -206,10 +206,9 @@ TEST_CASE("graph: the printer marks stacked params and index inputs", "[graph][p
   CHECK(printGraph(g, sm) == expected);
 }
 
-// Known bug (reported): a node made by the builder with an invalid location
-// (as the builder's own callers do when there is no place to name) prints a
-// bare "  # @" note, because printGraph tests locs.empty() but not valid().
-TEST_CASE("graph: known bug: a node with an invalid location prints no note", "[graph][printer][!mayfail]") {
+// A node made by the builder with an invalid location (as the builder's own
+// callers do when there is no place to name) prints no "# @" note.
+TEST_CASE("graph: a node with an invalid location prints no note", "[graph][printer]") {
   SourceManager sm;
   Graph g;
   g.name = "N";

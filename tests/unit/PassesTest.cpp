@@ -1010,12 +1010,12 @@ TEST_CASE("-O0: a loop does not join a run whose values it reads ahead", "[passe
   CHECK(readsAhead(*r).empty());
 }
 
-// Known bug (reported): at -O0 a run opened by a time-parallel stage runs
-// forward without looking at that stage's reads of its own values
-// (Schedule.cpp, mergeIntoRuns). Here y reads s one step ahead, both in the one
-// time-parallel stage: the run is a loop over t forward where step t reads
-// s[t+1] before step t+1 has made it.
-TEST_CASE("-O0: known bug: a run must not read ahead of itself", "[passes][O0][!mayfail]") {
+// Found by these tests (fixed in 133fa35): at -O0 a run opened by a
+// time-parallel stage ran forward without looking at that stage's reads of
+// its own values. Here y reads s one step ahead, both in the one
+// time-parallel stage: a loop over t forward would read s[t+1] at step t
+// before step t+1 has made it.
+TEST_CASE("-O0: a run does not read ahead of itself", "[passes][O0]") {
   auto r = compiled(kDims + "cell C(x: [I]) -> y {\n"
                             "  s = tanh(x)\n"
                             "  y = s[t+1] + x\n"
@@ -1026,11 +1026,10 @@ TEST_CASE("-O0: known bug: a run must not read ahead of itself", "[passes][O0][!
   CHECK(ahead.empty());
 }
 
-// Known bug (reported): lowering finds the loss as the node *named* `loss`,
-// but a node keeps the first name it is given, so `loss = l` (a value already
-// named) leaves Graph::loss unset and canonicalize then removes the whole
-// objective as dead code.
-TEST_CASE("lower: known bug: a loss that copies a named value is kept", "[passes][lower][!mayfail]") {
+// `loss = l` (a value that already has a name) is still the objective:
+// lowering takes the root's binding of `loss`, not a node named so, and
+// canonicalize keeps it.
+TEST_CASE("lower: a loss that copies a named value is kept", "[passes][lower]") {
   auto r = lowered("dim I = 4\n"
                    "model M(x: [I], y: [I]) -> p {\n"
                    "  p = tanh(x)\n"
@@ -1050,4 +1049,17 @@ TEST_CASE("lower: a loss defined by its own expression is kept through the pipel
   REQUIRE(r->g().loss.has_value());
   CHECK(r->g().node(*r->g().loss).op == Op::Mse); // + 0 folded away, the loss moved to the mse
   CHECK_FALSE(r->g().node(*r->g().loss).dead);
+}
+
+// A loss whose sum folds away to a delayed read keeps its own node (the loss is
+// a value of the current step), instead of an internal error in canonicalize.
+TEST_CASE("canonicalize: a loss that folds to a delayed read keeps its node", "[passes][canonicalize]") {
+  auto r = test::frontend("cell C(x: [4]) -> y {\n  s = sum(x)\n  loss = s[t-1] + 0\n  y = tanh(x)\n}\n");
+  REQUIRE(r->ok());
+  auto g = lowerToGraph(r->sema.entities[0], *r->diags);
+  REQUIRE(g);
+  canonicalize(*g);
+  REQUIRE(g->loss);
+  CHECK(verifyGraph(*g).empty());
+  CHECK_FALSE(g->node(*g->loss).dead);
 }
