@@ -6,6 +6,7 @@
 #include "support/SourceManager.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -87,6 +88,10 @@ struct ErrorExpr : Expr {
 };
 
 template <typename T> const T &as(const Expr &e) { return static_cast<const T &>(e); }
+
+/// Calls `fn` on every call in `e`, outer calls before the calls in their
+/// arguments (keyword arguments are sizes and are not visited).
+void forEachCall(const Expr &e, const std::function<void(const CallExpr &)> &fn);
 
 // ----- statements inside a cell or model -----
 

@@ -24,31 +24,16 @@ namespace rnnc::sema {
 /// keyword arguments), in order of first appearance.
 std::vector<const NameExpr *> dimUses(const CellDecl &cell) {
   std::vector<const NameExpr *> uses;
-  std::function<void(const Expr &)> visit = [&](const Expr &e) {
-    switch (e.kind) {
-    case ExprKind::Unary: visit(*as<UnaryExpr>(e).operand); break;
-    case ExprKind::Binary:
-      visit(*as<BinaryExpr>(e).lhs);
-      visit(*as<BinaryExpr>(e).rhs);
-      break;
-    case ExprKind::Call: {
-      const auto &c = as<CallExpr>(e);
-      for (size_t i = 0; i < c.args.size(); ++i) {
-        if (c.callee.name == "split" && i == 1) collectSizeNames(*c.args[i], uses);
-        else visit(*c.args[i]);
-      }
-      for (const auto &kw : c.keywordArgs) collectSizeNames(*kw.value, uses);
-      break;
-    }
-    default: break;
-    }
+  auto sizesIn = [&](const CallExpr &c) {
+    if (c.callee.name == "split" && c.args.size() == 2) collectSizeNames(*c.args[1], uses);
+    for (const auto &kw : c.keywordArgs) collectSizeNames(*kw.value, uses);
   };
   for (const auto &p : cell.ports) collectSizeNames(*p.size, uses);
   for (const auto &s : cell.body) {
     if (s->kind == StmtKind::Param)
       for (const auto &e : static_cast<const ParamDecl &>(*s).shape) collectSizeNames(*e, uses);
     else
-      visit(*static_cast<const AssignStmt &>(*s).value);
+      forEachCall(*static_cast<const AssignStmt &>(*s).value, sizesIn);
   }
   return uses;
 }

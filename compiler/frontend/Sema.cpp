@@ -18,25 +18,12 @@ namespace {
 /// (one pass over the file).
 std::set<std::string> instantiatedNames(const SourceFile &file) {
   std::set<std::string> names;
-  std::function<void(const Expr &)> visit = [&](const Expr &e) {
-    switch (e.kind) {
-    case ExprKind::Unary: visit(*as<UnaryExpr>(e).operand); break;
-    case ExprKind::Binary:
-      visit(*as<BinaryExpr>(e).lhs);
-      visit(*as<BinaryExpr>(e).rhs);
-      break;
-    case ExprKind::Call: {
-      const auto &c = as<CallExpr>(e);
-      if (!findBuiltin(c.callee.name)) names.insert(c.callee.name);
-      for (const auto &a : c.args) visit(*a);
-      break;
-    }
-    default: break;
-    }
-  };
   for (const CellDecl *cell : file.ownCells)
     for (const auto &s : cell->body)
-      if (s->kind == StmtKind::Assign) visit(*static_cast<const AssignStmt &>(*s).value);
+      if (s->kind == StmtKind::Assign)
+        forEachCall(*static_cast<const AssignStmt &>(*s).value, [&](const CallExpr &c) {
+          if (!findBuiltin(c.callee.name)) names.insert(c.callee.name);
+        });
   return names;
 }
 

@@ -1,6 +1,7 @@
 #include "ir/Verifier.h"
 
 #include "ir/Builder.h"
+#include "ir/Order.h"
 #include "support/Crash.h"
 
 #include <fmt/format.h>
@@ -34,28 +35,9 @@ std::string verifyGraph(const Graph &g) {
 
   // Delay-0 edges form a DAG (a cycle would be an algebraic loop, which the
   // front end reports as a user error before any graph is built).
-  std::vector<int> state(g.nodes.size(), 0); // 0 new, 1 on stack, 2 done
-  for (NodeId root = 0; root < g.nodes.size(); ++root) {
-    if (g.node(root).dead || state[root]) continue;
-    std::vector<std::pair<NodeId, size_t>> stack{{root, 0}};
-    state[root] = 1;
-    while (!stack.empty()) {
-      auto &[id, next] = stack.back();
-      const auto &ins = g.node(id).inputs;
-      if (next == ins.size()) {
-        state[id] = 2;
-        stack.pop_back();
-        continue;
-      }
-      Edge e = ins[next++];
-      if (e.delay != 0) continue;
-      if (state[e.src] == 1) return fmt::format("a cycle of delay-0 edges through %{}", e.src);
-      if (state[e.src] == 0) {
-        state[e.src] = 1;
-        stack.push_back({e.src, 0});
-      }
-    }
-  }
+  NodeId cycle = kNoNode;
+  postOrder(g, [](NodeId, const Edge &e) { return e.delay == 0; }, &cycle);
+  if (cycle != kNoNode) return fmt::format("a cycle of delay-0 edges through %{}", cycle);
   return "";
 }
 

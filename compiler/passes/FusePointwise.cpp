@@ -10,37 +10,17 @@
 //    of phase k.
 #include "passes/FusePointwise.h"
 
+#include "ir/Order.h"
+
 #include <map>
 #include <tuple>
 
 namespace rnnc {
 
 std::vector<NodeId> dataflowOrder(const Graph &g, const TimeClasses &time) {
-  auto follow = [&](NodeId user, Edge e) {
+  return postOrder(g, [&](NodeId user, const Edge &e) {
     return e.delay == 0 || time.loopOf[user] < 0 || time.loopOf[e.src] != time.loopOf[user];
-  };
-  std::vector<int> state(g.nodes.size(), 0);
-  std::vector<NodeId> order;
-  for (NodeId root = 0; root < g.nodes.size(); ++root) {
-    if (g.node(root).dead || state[root]) continue;
-    std::vector<std::pair<NodeId, size_t>> stack{{root, 0}};
-    state[root] = 1;
-    while (!stack.empty()) {
-      auto &[id, next] = stack.back();
-      const auto &ins = g.node(id).inputs;
-      if (next < ins.size()) {
-        Edge e = ins[next++];
-        if (follow(id, e) && !state[e.src]) {
-          state[e.src] = 1;
-          stack.push_back({e.src, 0});
-        }
-        continue;
-      }
-      order.push_back(id);
-      stack.pop_back();
-    }
-  }
-  return order;
+  });
 }
 
 void fusePointwise(Compilation &c) {

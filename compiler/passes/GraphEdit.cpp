@@ -1,5 +1,6 @@
 #include "passes/GraphEdit.h"
 
+#include "ir/Order.h"
 #include "support/Crash.h"
 
 namespace rnnc {
@@ -25,29 +26,7 @@ void replaceAllUses(Graph &g, NodeId from, Edge to) {
 }
 
 std::vector<NodeId> topologicalOrder(const Graph &g) {
-  std::vector<int> state(g.nodes.size(), 0);
-  std::vector<NodeId> order;
-  order.reserve(g.nodes.size());
-  for (NodeId root = 0; root < g.nodes.size(); ++root) {
-    if (g.node(root).dead || state[root]) continue;
-    std::vector<std::pair<NodeId, size_t>> stack{{root, 0}};
-    state[root] = 1;
-    while (!stack.empty()) {
-      auto &[id, next] = stack.back();
-      const auto &ins = g.node(id).inputs;
-      if (next < ins.size()) {
-        Edge e = ins[next++];
-        if (e.delay == 0 && !state[e.src]) {
-          state[e.src] = 1;
-          stack.push_back({e.src, 0});
-        }
-        continue;
-      }
-      order.push_back(id);
-      stack.pop_back();
-    }
-  }
-  return order;
+  return postOrder(g, [](NodeId, const Edge &e) { return e.delay == 0; });
 }
 
 } // namespace rnnc
