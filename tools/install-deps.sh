@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs every dependency of rnnc from Debian's packages. Safe to run twice:
-# packages already present are skipped, so a second run does no work.
+# Installs every dependency of rnnc from Debian's packages (and numpy from PyPI
+# for the numeric tests). Safe to run twice: what is present is skipped.
 set -euo pipefail
 
 packages=(
@@ -18,12 +18,17 @@ for p in "${packages[@]}"; do
 done
 
 if [ ${#missing[@]} -eq 0 ]; then
-  echo "install-deps: all ${#packages[@]} packages present"
-  exit 0
+  echo "install-deps: all ${#packages[@]} Debian packages present"
+else
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+  echo "install-deps: installing ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-sudo=""
-if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
-echo "install-deps: installing ${missing[*]}"
-$sudo apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# numpy for the numeric tests' independent references (PyPI; the only Python package).
+if ! python3 -c "import numpy" 2>/dev/null; then
+  echo "install-deps: installing numpy"
+  python3 -m pip install --quiet numpy
+fi

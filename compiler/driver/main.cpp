@@ -1,6 +1,7 @@
 // rnnc: the command line. Each subcommand reads a .rnn file through the
 // frontend and reports diagnostics clang style; exit 0 when clean, 1 for a user
 // error (bad input or bad command line), kExitInternal for a bug in rnnc.
+#include "driver/Run.h"
 #include "driver/Show.h"
 #include "frontend/ASTDump.h"
 #include "frontend/Frontend.h"
@@ -164,13 +165,38 @@ int run(int argc, char **argv) {
   show->add_flag("--stats", stats, "print loops, launches, GEMMs, flops and memory per step");
   show->add_flag("--json", json, "with --stats: as JSON");
 
+  CommonOptions runOpts;
+  std::string runParams, runOut, runDtype = "f32", runDevice = "auto", runEngine = "interp";
+  std::vector<std::string> runInputs, runStates, runGrads;
+  CLI::App *run = app.add_subcommand("run", "run a cell or model on arrays from .npy files (and its gradients)");
+  addCommon(*run, runOpts);
+  run->add_option("--params", runParams, "the params (safetensors)")->required()->type_name("P.safetensors");
+  run->add_option("--input", runInputs, "an input: time-major [T, B, n], or [T, B] for an index")
+      ->allow_extra_args(false)->type_name("NAME=X.npy");
+  run->add_option("--state", runStates, "an initial state: [B, n] (or [k, B, n] for k steps)")
+      ->allow_extra_args(false)->type_name("NAME=S.npy");
+  CLI::Option *gradOpt = run->add_option("--grad", runGrads, "gradients of L = sum <y, dy> (alone: of the loss)")
+                             ->expected(0, -1)->type_name("NAME=DY.npy");
+  run->add_option("--out", runOut, "where the results go")->required()->type_name("DIR");
+  run->add_option("--dtype", runDtype, "f32 or f64")->check(CLI::IsMember({"f32", "f64"}));
+  run->add_option("--device", runDevice, "auto, cpu or cuda")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  run->add_option("--engine", runEngine, "interp: the reference interpreter")->check(CLI::IsMember({"interp"}));
+
+  CommonOptions initOpts;
+  uint64_t initSeed = 0;
+  std::string initOut;
+  CLI::App *init = app.add_subcommand("init", "write initial params (safetensors)");
+  addCommon(*init, initOpts);
+  init->add_option("--seed", initSeed, "the random seed")->required();
+  init->add_option("-o", initOut, "the safetensors file to write")->required()->type_name("P.safetensors");
+
   auto isCommand = [&](const std::string &name) {
     for (const CLI::App *sub : app.get_subcommands([](CLI::App *) { return true; }))
       if (sub->get_name() == name) return true;
     return false;
   };
   if (argc > 1 && argv[1][0] != '-' && !isCommand(argv[1])) {
-    fmt::print(stderr, "rnnc: error: unknown command '{}' (the commands are: check, show)\n", argv[1]);
+    fmt::print(stderr, "rnnc: error: unknown command '{}' (the commands are: check, show, init, run)\n", argv[1]);
     return kExitUserError;
   }
   try {
@@ -200,6 +226,61 @@ int run(int argc, char **argv) {
     }
     printSummary(*r->diags);
     return r->ok() ? kExitOk : kExitUserError;
+  }
+  auto pairs = [](const std::vector<std::string> &args, const char *flag, std::map<std::string, std::string> &out) {
+    for (const auto &a : args) {
+      size_t eq = a.find('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == a.size()) {
+        fmt::print(stderr, "rnnc: error: {} {}: expected NAME=FILE\n", flag, a);
+        return false;
+      }
+      if (!out.emplace(a.substr(0, eq), a.substr(eq + 1)).second) {
+        fmt::print(stderr, "rnnc: error: {} {}: '{}' given twice\n", flag, a, a.substr(0, eq));
+        return false;
+      }
+    }
+    return true;
+  };
+  if (run->parsed()) {
+    RunOptions ro;
+    ro.params = runParams;
+    ro.out = runOut;
+    ro.f64 = runDtype == "f64";
+    ro.grad = gradOpt->count() > 0;
+    if (!pairs(runInputs, "--input", ro.inputs) || !pairs(runStates, "--state", ro.states) ||
+        !pairs(runGrads, "--grad", ro.seeds))
+      return kExitUserError;
+    if (runDevice == "cuda") {
+      fmt::print(stderr, "rnnc: error: --device cuda needs the CUDA engine, which this build does not have yet; "
+                         "--engine interp runs on the CPU\n");
+      return kExitUserError;
+    }
+    auto r = readFile(runOpts);
+    if (!r || !r->ok()) {
+      if (r) printSummary(*r->diags);
+      return kExitUserError;
+    }
+    const Elaboration *e = selectEntity(*r, runOpts);
+    if (!e) return kExitUserError;
+    std::optional<Graph> g;
+    try {
+      g = lowerToGraph(*e, *r->diags);
+    } catch (TooManyErrors &) {
+    }
+    printSummary(*r->diags);
+    if (!g) return kExitUserError;
+    return runGraph(std::move(*g), ro, r->sm);
+  }
+  if (init->parsed()) {
+    auto r = readFile(initOpts);
+    if (!r || !r->ok()) {
+      if (r) printSummary(*r->diags);
+      return kExitUserError;
+    }
+    printSummary(*r->diags);
+    const Elaboration *e = selectEntity(*r, initOpts);
+    if (!e) return kExitUserError;
+    return initParams(*e, initSeed, initOut);
   }
   if (show->parsed()) {
     bool graphWanted = !after.empty() || all || dot || sched || stats;

@@ -47,7 +47,7 @@ std::string checkNode(const Graph &g, const Node &n) {
     return "";
   case OpKind::Pointwise: {
     bool nary = n.op == Op::Add || n.op == Op::Mul;
-    bool binary = n.op == Op::Sub || n.op == Op::Div || n.op == Op::Min || n.op == Op::Max;
+    bool binary = n.op == Op::Sub || n.op == Op::Div || n.op == Op::Min || n.op == Op::Max || n.op == Op::Le;
     if (!(bad = arity(nary || binary ? 2 : 1, nary ? SIZE_MAX : binary ? 2 : 1)).empty()) return bad;
     for (size_t i = 0; i < n.inputs.size(); ++i) {
       if (in(i).isIndex) return "an index is used as a vector";
@@ -67,6 +67,12 @@ std::string checkNode(const Graph &g, const Node &n) {
   case OpKind::Gemm: {
     if (!(bad = arity(1, 1)).empty()) return bad;
     if (n.params.empty()) return "matmul without a param";
+    if (n.op == Op::MatMulT) {
+      const GraphParam *p = g.param(n.params[0]);
+      if (n.params.size() != 1 || !p || p->shape.size() != 2) return "matmul_t needs one matrix param";
+      if (p->shape[0] != in(0).width || p->shape[1] != n.width) return "matmul_t: W^T @ v needs v as wide as W's rows";
+      return "";
+    }
     int64_t rows = 0;
     for (const std::string &name : n.params) {
       const GraphParam *p = g.param(name);
@@ -87,6 +93,20 @@ std::string checkNode(const Graph &g, const Node &n) {
       if (n.inputs.empty()) return "concat of nothing";
       return n.width == resultWidth(g, n.op, n.inputs) ? "" : "concat width is not the sum of its inputs";
     }
+    if (n.op == Op::Pad) {
+      if (!(bad = arity(1, 1)).empty()) return bad;
+      if (n.offset < 0 || n.offset + in(0).width > n.width) return "pad out of range";
+      return "";
+    }
+    if (n.op == Op::Broadcast) {
+      if (!(bad = arity(1, 1)).empty()) return bad;
+      return in(0).width == 1 ? "" : "broadcast takes a scalar";
+    }
+    if (n.op == Op::SoftmaxMinusOneHot) {
+      if (!(bad = arity(2, 2)).empty()) return bad;
+      if (!in(1).isIndex || in(1).width != in(0).width || n.width != in(0).width) return "needs logits as wide as the index range";
+      return "";
+    }
     if (n.op == Op::Embed) {
       if (!(bad = arity(1, 1)).empty()) return bad;
       const GraphParam *p = g.param(n.params.size() == 1 ? n.params[0] : "");
@@ -95,6 +115,26 @@ std::string checkNode(const Graph &g, const Node &n) {
       return "";
     }
     return "unknown layout op";
+  case OpKind::Accumulate: {
+    const GraphParam *p = g.param(n.params.size() == 1 ? n.params[0] : "");
+    if (!p) return "a gradient names no param";
+    int64_t numel = 1;
+    for (int64_t d : p->shape) numel *= d;
+    if (n.width != numel) return "a gradient is as large as its param";
+    if (n.op == Op::GradMatrix) {
+      if (!(bad = arity(2, 2)).empty()) return bad;
+      if (p->shape.size() != 2 || in(0).width != p->shape[0] || in(1).width != p->shape[1]) return "grad_matrix needs delta [rows] and x [cols]";
+      return "";
+    }
+    if (n.op == Op::GradVector) {
+      if (!(bad = arity(1, 1)).empty()) return bad;
+      if (p->shape.size() != 1 || (in(0).width != n.width && n.width != 1)) return "grad_vector needs a delta as wide as the param";
+      return "";
+    }
+    if (!(bad = arity(2, 2)).empty()) return bad;
+    if (p->shape.size() != 2 || in(0).width != p->shape[1] || !in(1).isIndex || in(1).width != p->shape[0]) return "grad_embed needs delta [E] and an index[V]";
+    return "";
+  }
   }
   return "unknown op";
 }

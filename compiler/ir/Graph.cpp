@@ -34,6 +34,17 @@ const GraphParam *Graph::param(const std::string &name) const {
   return it == paramIndex_.end() ? nullptr : &params[it->second];
 }
 
+std::vector<std::pair<std::string, NodeId>> Graph::states() const {
+  std::vector<bool> state(nodes.size(), false);
+  for (const Node &n : nodes)
+    if (!n.dead && !n.backward)
+      for (const Edge &e : n.inputs) state[e.src] = state[e.src] || e.delay > 0;
+  std::vector<std::pair<std::string, NodeId>> out;
+  for (NodeId id = 0; id < nodes.size(); ++id)
+    if (state[id]) out.push_back({nodes[id].name.empty() ? "%" + std::to_string(id) : nodes[id].name, id});
+  return out;
+}
+
 std::vector<std::vector<std::pair<NodeId, size_t>>> Graph::users() const {
   std::vector<std::vector<std::pair<NodeId, size_t>>> users(nodes.size());
   for (NodeId id = 0; id < nodes.size(); ++id) {

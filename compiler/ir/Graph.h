@@ -20,7 +20,7 @@ enum class Op : uint8_t {
 #include "ir/Ops.def"
 };
 
-enum class OpKind : uint8_t { Leaf, Pointwise, Reduce, Gemm, Layout };
+enum class OpKind : uint8_t { Leaf, Pointwise, Reduce, Gemm, Layout, Accumulate };
 
 const char *opMnemonic(Op op);
 OpKind opKind(Op op);
@@ -55,6 +55,7 @@ struct Node {
   std::string name;    // the user's name for this value, if it has one
   std::vector<SourceRange> locs; // where it came from (several once rewritten or fused)
   bool dead = false;   // removed by a pass; ids stay stable
+  bool backward = false; // made by autodiff
 };
 
 /// A learnable tensor: full name (`h1.W_ih`), shape, where it was declared.
@@ -73,6 +74,21 @@ struct GraphPort {
   SourceRange decl;
 };
 
+/// What autodiff adds: the seeds it reads and the gradients it gives.
+struct GradientPorts {
+  /// Input nodes holding dL/dy for each output y named by --grad, or "loss"
+  /// (the runtime fills it with 1/(T·B): the loss is a mean).
+  std::vector<GraphPort> seeds;
+  /// Accumulate nodes whose sum is a param's gradient (a param used in several
+  /// places has several).
+  std::vector<std::pair<std::string, NodeId>> params;
+  /// dL/dx per step for each input x (absent: nothing reaches it).
+  std::vector<GraphPort> inputs;
+  /// For each value read with an offset (a state), its adjoint: evaluated at
+  /// the steps before the first (t < 0), it is the gradient of the initial state.
+  std::vector<std::pair<std::string, NodeId>> states;
+};
+
 struct Graph {
   std::string name; // the cell or model compiled
   std::vector<Node> nodes;
@@ -80,6 +96,7 @@ struct Graph {
   std::vector<GraphPort> inputs;  // the Input nodes, in port order
   std::vector<GraphPort> outputs;
   std::optional<NodeId> loss;
+  GradientPorts grads; // empty until autodiff
 
 private:
   mutable std::unordered_map<std::string, size_t> paramIndex_;
@@ -91,6 +108,9 @@ public:
   size_t liveCount() const;
   /// The param called `name`, or null (an index kept up to date as params are added).
   const GraphParam *param(const std::string &name) const;
+  /// The states: forward values read with a positive delay (h for h[t-1]),
+  /// by name, in node order.
+  std::vector<std::pair<std::string, NodeId>> states() const;
   /// Users of each node (live nodes only), with the input position.
   std::vector<std::vector<std::pair<NodeId, size_t>>> users() const;
 };

@@ -39,11 +39,13 @@ std::string printGraph(const Graph &g, const SourceManager &sm) {
     if (n.op == Op::Const) arg(fmt::format("{}", n.value));
     if (n.op == Op::Input) arg(n.name);
     for (const Edge &e : n.inputs) arg(edgeText(e));
-    std::string range = n.op == Op::Slice ? fmt::format("[{}:{}]", n.offset, n.offset + n.width) : "";
+    std::string range = n.op == Op::Slice ? fmt::format("[{}:{}]", n.offset, n.offset + n.width)
+                        : n.op == Op::Pad ? fmt::format(" at {}", n.offset) : "";
     std::string type = n.isIndex ? fmt::format("index[{}]", n.width) : fmt::format("[{}]", n.width);
     out += fmt::format("  %{} = {}{}{} : {}", id, opMnemonic(n.op), args, range, type);
     std::string note;
     if (!n.name.empty() && n.op != Op::Input && n.op != Op::Param) note = n.name;
+    if (n.backward) note = (note.empty() ? "" : note + " ") + "bwd";
     if (!n.locs.empty() && n.locs.front().valid()) note += (note.empty() ? "" : " ") + std::string("@") + locText(sm, n.locs.front());
     if (!note.empty()) out += "  # " + note;
     out += "\n";

@@ -26,12 +26,19 @@ std::string verifyGraph(const Graph &g) {
     if (!live(p.value) || g.node(p.value.src).op != Op::Input) return fmt::format("input '{}' is not a live input node", p.name);
   std::set<NodeId> ports;
   for (const GraphPort &p : g.inputs) ports.insert(p.value.src);
+  for (const GraphPort &p : g.grads.seeds) ports.insert(p.value.src);
   for (NodeId id = 0; id < g.nodes.size(); ++id)
     if (!g.node(id).dead && g.node(id).op == Op::Input && !ports.count(id))
       return fmt::format("%{} is an input node that is no input port", id);
   for (const GraphPort &p : g.outputs)
     if (!live(p.value)) return fmt::format("output '{}' is not a live node", p.name);
   if (g.loss && !live({*g.loss, 0})) return "the loss is not a live node";
+  for (const auto &[name, id] : g.grads.params)
+    if (!live({id, 0}) || opKind(g.node(id).op) != OpKind::Accumulate) return fmt::format("the gradient of '{}' is not a live accumulation", name);
+  for (const GraphPort &p : g.grads.inputs)
+    if (!live(p.value)) return fmt::format("the gradient of input '{}' is not live", p.name);
+  for (const auto &[name, id] : g.grads.states)
+    if (!live({id, 0})) return fmt::format("the gradient of state '{}' is not live", name);
 
   // Delay-0 edges form a DAG (a cycle would be an algebraic loop, which the
   // front end reports as a user error before any graph is built).

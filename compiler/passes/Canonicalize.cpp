@@ -26,7 +26,13 @@ bool isConst(const Graph &g, Edge e) { return e.delay == 0 && g.node(e.src).op =
 
 /// Whether the uses of `id` may read `to` instead: the loss must stay a value
 /// of the current step.
-bool canReplace(const Graph &g, NodeId id, Edge to) { return to.delay == 0 || g.loss != id; }
+bool canReplace(const Graph &g, NodeId id, Edge to) {
+  if (to.delay == 0) return true;
+  if (g.loss == id) return false;
+  for (const auto &[name, state] : g.grads.states)
+    if (state == id) return false;
+  return true;
+}
 
 double fold(Op op, const std::vector<double> &x) {
   auto sig = [](double v) { return 1 / (1 + std::exp(-v)); };
@@ -43,7 +49,7 @@ double fold(Op op, const std::vector<double> &x) {
   case Op::Softplus: return std::log1p(std::exp(x[0]));
   case Op::Sqrt: return std::sqrt(x[0]);
   case Op::Abs: return std::fabs(x[0]);
-  case Op::HardSigmoid: return std::min(1.0, std::max(0.0, 0.2 * x[0] + 0.5));
+  case Op::HardSigmoid: return std::min(1.0, std::max(0.0, x[0] / 6 + 0.5)); // torch.nn.Hardsigmoid
   case Op::Silu: return x[0] * sig(x[0]);
   case Op::Min: return std::min(x[0], x[1]);
   case Op::Max: return std::max(x[0], x[1]);
@@ -169,7 +175,7 @@ bool mergeDuplicates(Graph &g) {
   bool changed = false;
   for (NodeId id : topologicalOrder(g)) {
     const Node &n = g.node(id);
-    if (n.op == Op::Input) continue;
+    if (n.op == Op::Input || opKind(n.op) == OpKind::Accumulate) continue; // ports; each gradient counts
     std::vector<std::pair<NodeId, int32_t>> ins;
     for (Edge e : n.inputs) ins.push_back({e.src, e.delay});
     if (n.op == Op::Add || n.op == Op::Mul) std::sort(ins.begin(), ins.end());
@@ -195,6 +201,10 @@ bool removeDead(Graph &g) {
   for (const GraphPort &o : g.outputs) work.push_back(o.value.src);
   for (const GraphPort &i : g.inputs) work.push_back(i.value.src);
   if (g.loss) work.push_back(*g.loss);
+  for (const GraphPort &s : g.grads.seeds) work.push_back(s.value.src);
+  for (const GraphPort &i : g.grads.inputs) work.push_back(i.value.src);
+  for (const auto &[name, id] : g.grads.params) work.push_back(id);
+  for (const auto &[name, id] : g.grads.states) work.push_back(id);
   while (!work.empty()) {
     NodeId id = work.back();
     work.pop_back();

@@ -19,6 +19,18 @@ void replaceAllUses(Graph &g, NodeId from, Edge to) {
       o.value.src = to.src;
       o.value.delay += to.delay;
     }
+  for (GraphPort &p : g.grads.inputs)
+    if (p.value.src == from) {
+      p.value.src = to.src;
+      p.value.delay += to.delay;
+    }
+  for (auto &[name, id] : g.grads.states)
+    if (id == from) {
+      RNNC_ASSERT(to.delay == 0, "a state's gradient replaced by a delayed value");
+      id = to.src;
+    }
+  for (auto &[name, id] : g.grads.params)
+    if (id == from) RNNC_UNREACHABLE("a param's gradient replaced");
   if (g.loss && *g.loss == from) {
     RNNC_ASSERT(to.delay == 0, "the loss replaced by a delayed value");
     g.loss = to.src;

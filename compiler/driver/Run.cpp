@@ -1,0 +1,298 @@
+#include "driver/Run.h"
+
+#include "interp/Interpreter.h"
+#include "io/Npy.h"
+#include "io/Safetensors.h"
+#include "passes/Autodiff.h"
+
+#include <cmath>
+#include <filesystem>
+#include <fmt/format.h>
+#include <random>
+#include <set>
+#include <unistd.h>
+
+namespace rnnc {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+/// A user error with a one-line message: reported by runGraph, exit code 1.
+struct RunError {
+  std::string message;
+};
+
+[[noreturn]] void fail(std::string message) { throw RunError{std::move(message)}; }
+
+std::string listNames(const std::set<std::string> &names) {
+  std::string s;
+  for (const auto &n : names) s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+
+io::Array readArray(const std::string &path) {
+  std::string error;
+  auto a = io::readNpy(path, error);
+  if (!a) fail(error);
+  return std::move(*a);
+}
+
+bool isInteger(io::DType d) { return d == io::DType::I32 || d == io::DType::I64; }
+
+/// The T and B every per-step array must agree on, from the first one seen.
+struct Extent {
+  int64_t T = -1, B = -1;
+  std::string from;
+  void check(const io::Array &a, const std::string &what) {
+    if (a.shape.size() < 2) fail(fmt::format("{}: expected time-major [T, B, ...], got shape {}", what, io::shapeText(a.shape)));
+    if (T < 0) {
+      T = a.shape[0];
+      B = a.shape[1];
+      from = what;
+      return;
+    }
+    if (a.shape[0] != T || a.shape[1] != B)
+      fail(fmt::format("{}: T = {}, B = {}, but {} has T = {}, B = {}", what, a.shape[0], a.shape[1], from, T, B));
+  }
+};
+
+void warnNonFinite(const io::Array &a, const std::string &what) {
+  size_t bad = 0;
+  for (double v : a.data) bad += !std::isfinite(v);
+  if (bad) fmt::print(stderr, "rnnc: warning: {}: {} value{} NaN or infinite\n", what, bad, bad == 1 ? " is" : "s are");
+}
+
+void writeArray(const std::string &path, std::vector<int64_t> shape, std::vector<double> data, bool f64) {
+  io::Array a;
+  a.dtype = f64 ? io::DType::F64 : io::DType::F32;
+  a.shape = std::move(shape);
+  a.data = std::move(data);
+  std::string error;
+  if (!io::writeNpy(path, a, error)) fail(error);
+}
+
+} // namespace
+
+int runGraph(Graph g, const RunOptions &o, const SourceManager &sm) {
+  (void)sm;
+  try {
+    // The objective and the backward graph.
+    if (o.grad) {
+      Objective objective;
+      for (const auto &[name, file] : o.seeds) objective.outputs.push_back(name);
+      if (o.seeds.empty()) {
+        if (!g.loss) fail(fmt::format("--grad without NAME=DY.npy means the loss, and {} has none: name the outputs, "
+                                      "like --grad {}=DY.npy", g.name, g.outputs.empty() ? "y" : g.outputs[0].name));
+        objective.loss = true;
+      }
+      SourceManager scratch;
+      DiagnosticEngine diags(scratch);
+      diags.setCapture(true);
+      if (!differentiate(g, objective, diags)) fail(diags.captured().front().message);
+    }
+
+    InterpInputs in;
+    in.f32 = !o.f64;
+    // Params: every one, no other, each of its shape.
+    std::string error;
+    auto tensors = io::readSafetensors(o.params, error);
+    if (!tensors) fail(error);
+    std::set<std::string> expected, given, missing, extra;
+    for (const GraphParam &p : g.params) expected.insert(p.name);
+    for (const auto &t : *tensors) {
+      given.insert(t.name);
+      if (!expected.count(t.name)) extra.insert(t.name);
+    }
+    for (const auto &n : expected)
+      if (!given.count(n)) missing.insert(n);
+    if (!missing.empty()) fail(fmt::format("{}: missing param{} {}", o.params, missing.size() == 1 ? "" : "s", listNames(missing)));
+    if (!extra.empty()) fail(fmt::format("{}: {} has no param{} {}", o.params, g.name, extra.size() == 1 ? "" : "s", listNames(extra)));
+    for (const auto &t : *tensors) {
+      const GraphParam *p = g.param(t.name);
+      if (t.array.shape != p->shape)
+        fail(fmt::format("{}: param {} has shape {}, {} needs {}", o.params, t.name, io::shapeText(t.array.shape), g.name,
+                         io::shapeText(p->shape)));
+      if (isInteger(t.array.dtype)) fail(fmt::format("{}: param {} is {}, not a float", o.params, t.name, io::dtypeName(t.array.dtype)));
+      warnNonFinite(t.array, o.params + ": " + t.name);
+      in.params[t.name] = t.array.data;
+    }
+
+    // Inputs: every port, per step.
+    Extent extent;
+    for (const auto &[name, file] : o.inputs) {
+      bool known = false;
+      for (const GraphPort &p : g.inputs) known |= p.name == name;
+      if (!known) fail(fmt::format("--input {}: {} has no input '{}'", name, g.name, name));
+    }
+    for (const GraphPort &p : g.inputs) {
+      auto it = o.inputs.find(p.name);
+      if (it == o.inputs.end()) fail(fmt::format("missing --input {}=X.npy ({} needs it)", p.name, g.name));
+      const Node &n = g.node(p.value.src);
+      io::Array a = readArray(it->second);
+      extent.check(a, it->second);
+      if (n.isIndex) {
+        if (a.shape.size() != 2 || !isInteger(a.dtype))
+          fail(fmt::format("{}: input {} is index[{}]: expected an int32 or int64 array [T, B], got {} {}", it->second,
+                           p.name, n.width, io::dtypeName(a.dtype), io::shapeText(a.shape)));
+        for (size_t i = 0; i < a.data.size(); ++i)
+          if (a.data[i] < 0 || a.data[i] >= static_cast<double>(n.width))
+            fail(fmt::format("{}: index {} at position {} is out of range [0, {})", it->second, a.data[i], i, n.width));
+      } else {
+        if (a.shape.size() != 3 || a.shape[2] != n.width || isInteger(a.dtype))
+          fail(fmt::format("{}: input {} needs a float array [T, B, {}], got {} {}", it->second, p.name, n.width,
+                           io::dtypeName(a.dtype), io::shapeText(a.shape)));
+        warnNonFinite(a, it->second);
+      }
+      in.inputs[p.name] = std::move(a.data);
+    }
+    if (extent.T <= 0 || extent.B <= 0) fail("T and B must be at least 1");
+    in.T = extent.T;
+    in.B = extent.B;
+
+    // States: [B, n] is the step before the first; [k, B, n] the k steps before it.
+    auto depths = stateDepths(g);
+    std::map<std::string, NodeId> stateNodes;
+    for (const auto &[name, id] : g.states()) stateNodes[name] = id;
+    for (const auto &[name, file] : o.states) {
+      auto it = stateNodes.find(name);
+      if (it == stateNodes.end()) {
+        std::set<std::string> names;
+        for (auto &[n, id] : stateNodes) names.insert(n);
+        fail(fmt::format("--state {}: {} has no state '{}' (its states: {})", name, g.name, name,
+                         names.empty() ? "none" : listNames(names)));
+      }
+      int64_t k = depths.at(name), w = g.node(it->second).width;
+      io::Array a = readArray(file);
+      bool flat = a.shape == std::vector<int64_t>{in.B, w};
+      if (!flat && a.shape != std::vector<int64_t>{k, in.B, w})
+        fail(fmt::format("{}: state {} needs shape {} (or {}), got {}", file, name, io::shapeText({in.B, w}),
+                         io::shapeText({k, in.B, w}), io::shapeText(a.shape)));
+      if (isInteger(a.dtype)) fail(fmt::format("{}: state {} must be a float array", file, name));
+      std::vector<double> v(static_cast<size_t>(k * in.B * w), 0.0);
+      std::copy(a.data.begin(), a.data.end(), v.end() - static_cast<long>(a.data.size()));
+      in.states[name] = std::move(v);
+    }
+    // Seeds: dL/dy per step, as the output.
+    for (const auto &[name, file] : o.seeds) {
+      const GraphPort *out = nullptr;
+      for (const GraphPort &p : g.outputs)
+        if (p.name == name) out = &p;
+      int64_t w = g.node(out->value.src).width;
+      io::Array a = readArray(file);
+      if (a.shape != std::vector<int64_t>{in.T, in.B, w} || isInteger(a.dtype))
+        fail(fmt::format("{}: the gradient of output {} needs a float array [{}, {}, {}], got {} {}", file, name, in.T,
+                         in.B, w, io::dtypeName(a.dtype), io::shapeText(a.shape)));
+      in.seeds[name] = std::move(a.data);
+    }
+    // Where the results go, checked before the work.
+    std::error_code ec;
+    fs::create_directories(o.out, ec);
+    if (ec || !fs::is_directory(o.out) || ::access(o.out.c_str(), W_OK) != 0)
+      fail(fmt::format("cannot write to output directory '{}'{}", o.out, ec ? ": " + ec.message() : ""));
+
+    InterpResult r = interpret(g, in);
+
+    // Everything computed: write, each file atomically.
+    auto dir = [&](const std::string &sub) {
+      fs::create_directories(fs::path(o.out) / sub, ec);
+      if (ec) fail(fmt::format("cannot create '{}': {}", (fs::path(o.out) / sub).string(), ec.message()));
+      return (fs::path(o.out) / sub).string();
+    };
+    for (const GraphPort &p : g.outputs)
+      writeArray((fs::path(o.out) / (p.name + ".npy")).string(), {in.T, in.B, g.node(p.value.src).width},
+                 r.outputs.at(p.name), o.f64);
+    if (r.loss) writeArray((fs::path(o.out) / "loss.npy").string(), {}, {*r.loss}, o.f64);
+    for (const auto &[name, v] : r.finalStates) {
+      int64_t k = depths.at(name), w = g.node(stateNodes.at(name)).width;
+      std::vector<int64_t> shape = k == 1 ? std::vector<int64_t>{in.B, w} : std::vector<int64_t>{k, in.B, w};
+      writeArray((fs::path(dir("final")) / (name + ".npy")).string(), shape, v, o.f64);
+    }
+    if (o.grad) {
+      std::string gdir = dir("grad");
+      for (const GraphParam &p : g.params) {
+        auto it = r.paramGrads.find(p.name);
+        std::vector<double> zeros;
+        int64_t numel = 1;
+        for (int64_t d : p.shape) numel *= d;
+        if (it == r.paramGrads.end()) zeros.assign(static_cast<size_t>(numel), 0.0);
+        writeArray((fs::path(gdir) / (p.name + ".npy")).string(), p.shape, it == r.paramGrads.end() ? zeros : it->second, o.f64);
+      }
+      for (const auto &[name, v] : r.inputGrads) {
+        int64_t w = 0;
+        for (const GraphPort &p : g.inputs)
+          if (p.name == name) w = g.node(p.value.src).width;
+        writeArray((fs::path(gdir) / (name + ".npy")).string(), {in.T, in.B, w}, v, o.f64);
+      }
+      for (const auto &[name, v] : r.stateGrads) {
+        int64_t k = depths.at(name), w = g.node(stateNodes.at(name)).width;
+        std::vector<int64_t> shape = k == 1 ? std::vector<int64_t>{in.B, w} : std::vector<int64_t>{k, in.B, w};
+        writeArray((fs::path(dir("grad/initial")) / (name + ".npy")).string(), shape, v, o.f64);
+      }
+    }
+    return 0;
+  } catch (RunError &e) {
+    fmt::print(stderr, "rnnc: error: {}\n", e.message);
+    return 1;
+  }
+}
+
+int initParams(const Elaboration &e, uint64_t seed, const std::string &path) {
+  // Each param of a cell instance: uniform in ±1/sqrt(H), H the width of the
+  // cell's first output (torch's rule for its recurrent cells). A model's own
+  // params: an embedding table N(0, 1) (torch.nn.Embedding); a matrix
+  // uniform in ±1/sqrt(columns) and a vector in ±1/sqrt(its length)
+  // (torch.nn.Linear's rule, by fan-in).
+  std::map<std::string, double> bound;
+  std::set<std::string> tables;
+  std::function<void(const ElaboratedInstance &)> visit = [&](const ElaboratedInstance &inst) {
+    const CellDecl &cell = *inst.cell;
+    std::optional<int64_t> h;
+    if (!cell.outputs.empty())
+      if (auto it = inst.values.find(cell.outputs[0].name); it != inst.values.end()) h = it->second.width;
+    for (const auto &st : cell.body) {
+      if (st->kind == StmtKind::Assign) {
+        forEachCall(*static_cast<const AssignStmt &>(*st).value, [&](const CallExpr &c) {
+          if (c.callee.name == "embed" && !c.args.empty() && c.args[0]->kind == ExprKind::Name)
+            tables.insert(inst.prefix + as<NameExpr>(*c.args[0]).name);
+        });
+        continue;
+      }
+      for (const auto &n : static_cast<const ParamDecl &>(*st).names)
+        if (!cell.isModel && h) bound[inst.prefix + n.name] = 1.0 / std::sqrt(static_cast<double>(*h));
+    }
+    for (const auto &[stmt, child] : inst.children) visit(*child);
+  };
+  visit(*e.tree);
+  std::mt19937_64 rng(seed);
+  std::vector<io::Tensor> tensors;
+  for (const ElaboratedParam &p : e.params) {
+    io::Tensor t;
+    t.name = p.name;
+    t.array.dtype = io::DType::F32;
+    int64_t numel = 1;
+    for (const auto &d : p.shape) {
+      t.array.shape.push_back(*d);
+      numel *= *d;
+    }
+    double b = bound.count(p.name) ? bound.at(p.name)
+                                   : 1.0 / std::sqrt(static_cast<double>(t.array.shape.size() == 2 ? t.array.shape[1] : t.array.shape[0]));
+    t.array.data.resize(static_cast<size_t>(numel));
+    if (tables.count(p.name)) {
+      std::normal_distribution<double> normal(0.0, 1.0);
+      for (double &v : t.array.data) v = normal(rng);
+    } else {
+      std::uniform_real_distribution<double> uniform(-b, b);
+      for (double &v : t.array.data) v = uniform(rng);
+    }
+    tensors.push_back(std::move(t));
+  }
+  std::string error;
+  if (!io::writeSafetensors(path, tensors, error)) {
+    fmt::print(stderr, "rnnc: error: {}\n", error);
+    return 1;
+  }
+  return 0;
+}
+
+} // namespace rnnc

@@ -1,0 +1,33 @@
+// `rnnc run` and `rnnc init`: run a compiled graph on arrays from files with
+// the reference interpreter, and write initial params. Every input is checked
+// (names, shapes, dtypes, T and B, index ranges) before anything is computed,
+// and nothing is written until everything is computed.
+#pragma once
+
+#include "frontend/Sema.h"
+#include "ir/Graph.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace rnnc {
+
+struct RunOptions {
+  std::string params;                       // P.safetensors
+  std::map<std::string, std::string> inputs; // NAME -> X.npy
+  std::map<std::string, std::string> states; // NAME -> S.npy
+  bool grad = false;                         // --grad given
+  std::map<std::string, std::string> seeds;  // output NAME -> DY.npy
+  std::string out;                           // DIR
+  bool f64 = false;
+};
+
+/// Runs `g` (lowered, not yet differentiated); prints one-line errors; returns
+/// the exit code.
+int runGraph(Graph g, const RunOptions &o, const SourceManager &sm);
+
+/// Writes params drawn with `seed` to `path` (safetensors); returns the exit code.
+int initParams(const Elaboration &e, uint64_t seed, const std::string &path);
+
+} // namespace rnnc
