@@ -32,7 +32,12 @@ std::string kernelSummary(const Graph &g, const Kernel &k) {
     const Node &n = g.node(k.nodes[0]);
     std::string params;
     for (const auto &p : n.params) params += (params.empty() ? "" : "+") + p;
-    return fmt::format("{} @ {} [{} x {}]", params, edgeText(n.inputs[0]), n.width, g.node(n.inputs[0].src).width);
+    int64_t rows = n.width, cols = g.node(n.inputs[0].src).width;
+    if (n.op == Op::MatMulT) return fmt::format("{}^T @ {} [{} x {}]", params, edgeText(n.inputs[0]), rows, cols);
+    if (n.op == Op::GradMatrix)
+      return fmt::format("d{} = sum over t of {} {}^T [{} x {}]", params, edgeText(n.inputs[0]), edgeText(n.inputs[1]),
+                         cols, g.node(n.inputs[1].src).width);
+    return fmt::format("{} @ {} [{} x {}]", params, edgeText(n.inputs[0]), rows, cols);
   }
   std::map<std::string, int> ops;
   std::vector<std::string> order;

@@ -7,6 +7,7 @@
 #include "frontend/Frontend.h"
 #include "frontend/Lower.h"
 #include "ir/Printer.h"
+#include "passes/Autodiff.h"
 #include "passes/Pipeline.h"
 #include "passes/Stats.h"
 #include "support/Crash.h"
@@ -80,9 +81,13 @@ const Elaboration *selectEntity(const FrontendResult &r, const CommonOptions &o)
 
 /// Lowers and runs the pipeline. Diagnostics are printed; null on an error.
 std::unique_ptr<Compilation> compile(FrontendResult &r, const Elaboration &e, bool optimize,
-                                     const PassObserver &observe = {}) {
+                                     const PassObserver &observe = {}, bool backward = false) {
   auto graph = lowerToGraph(e, *r.diags);
   if (!graph) return nullptr;
+  if (backward) {
+    Objective objective = defaultObjective(*graph);
+    if ((objective.loss || !objective.outputs.empty()) && !differentiate(*graph, objective, *r.diags)) return nullptr;
+  }
   auto c = std::make_unique<Compilation>();
   c->graph = std::move(*graph);
   c->optimize = optimize;
@@ -153,6 +158,7 @@ int run(int argc, char **argv) {
 
   CommonOptions showOpts;
   bool ast = false, params = false, all = false, dot = false, sched = false, stats = false, json = false;
+  bool backward = false;
   std::string after;
   CLI::App *show = app.add_subcommand("show", "show what rnnc made of a .rnn file");
   addCommon(*show, showOpts);
@@ -164,6 +170,8 @@ int run(int argc, char **argv) {
   show->add_flag("--schedule", sched, "print stages, loops, streams and each launch with its equations");
   show->add_flag("--stats", stats, "print loops, launches, GEMMs, flops and memory per step");
   show->add_flag("--json", json, "with --stats: as JSON");
+  show->add_flag("--backward", backward,
+                 "include the backward graph (BPTT of the loss, or of every output) in what is shown; --stats always does");
 
   CommonOptions runOpts;
   std::string runParams, runOut, runDtype = "f32", runDevice = "auto", runEngine = "interp";
@@ -325,17 +333,20 @@ int run(int argc, char **argv) {
           else dumps += printGraph(c.graph, r->sm);
         }
       };
-      std::unique_ptr<Compilation> c;
+      std::unique_ptr<Compilation> c, withBackward;
       try {
-        c = compile(*r, *e, !showOpts.o0, observe);
+        c = compile(*r, *e, !showOpts.o0, observe, backward);
+        // The stats always count the backward pass too.
+        if (c && stats) withBackward = backward ? nullptr : compile(*r, *e, !showOpts.o0, {}, true);
       } catch (TooManyErrors &) {
       }
       printSummary(*r->diags);
-      if (!c) return kExitUserError;
+      if (!c || (stats && !backward && !withBackward)) return kExitUserError;
+      const Compilation &full = withBackward ? *withBackward : *c;
       out += dumps;
       if (dot) out += graphDot(*c, r->sm);
       if (sched) out += scheduleText(*c, r->sm);
-      if (stats) out += json ? statsJson(computeStats(*c)).dump(2) + "\n" : statsText(computeStats(*c));
+      if (stats) out += json ? statsJson(computeStats(full)).dump(2) + "\n" : statsText(computeStats(full));
     }
     if (params) out += paramsText(*r);
     fmt::print("{}", out);

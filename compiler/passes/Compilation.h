@@ -26,6 +26,7 @@ struct Stage {
   int direction = +1;  // loops: +1 runs t = 0..T-1, -1 runs t = T-1..0
   int level = 0;       // TimeClasses level
   int loopIndex = -1;  // TimeClasses loop, for loops
+  bool backward = false; // holds backward (autodiff) nodes
   std::vector<NodeId> nodes;
   std::vector<Kernel> kernels;
   int stream = 0;

@@ -17,6 +17,8 @@
 
 namespace rnnc {
 
+bool isGemm(Op op) { return opKind(op) == OpKind::Gemm || op == Op::GradMatrix; }
+
 std::vector<NodeId> dataflowOrder(const Graph &g, const TimeClasses &time) {
   return postOrder(g, [&](NodeId user, const Edge &e) {
     return e.delay == 0 || time.loopOf[user] < 0 || time.loopOf[e.src] != time.loopOf[user];
@@ -26,7 +28,7 @@ std::vector<NodeId> dataflowOrder(const Graph &g, const TimeClasses &time) {
 void fusePointwise(Compilation &c) {
   const Graph &g = c.graph;
   const TimeClasses &time = c.time;
-  std::map<std::tuple<int, int>, size_t> stageOf; // (loop or -1, level) -> index
+  std::map<std::tuple<int, int, bool>, size_t> stageOf; // (loop or -1, level, backward) -> index
   std::vector<Stage> stages;
   std::vector<int> phase(g.nodes.size(), 0);
   std::vector<int> stageIndex(g.nodes.size(), -1);
@@ -35,7 +37,7 @@ void fusePointwise(Compilation &c) {
     const Node &n = g.node(id);
     if (opKind(n.op) == OpKind::Leaf) continue;
     int loop = time.loopOf[id];
-    auto key = std::make_tuple(loop, loop < 0 ? time.level[id] : 0);
+    auto key = std::make_tuple(loop, loop < 0 ? time.level[id] : 0, n.backward);
     auto it = stageOf.find(key);
     if (it == stageOf.end()) {
       Stage s;
@@ -43,6 +45,7 @@ void fusePointwise(Compilation &c) {
       s.loopIndex = loop;
       s.direction = loop >= 0 ? time.loops[loop].direction : +1;
       s.level = time.level[id];
+      s.backward = n.backward;
       it = stageOf.emplace(key, stages.size()).first;
       stages.push_back(std::move(s));
     }
@@ -53,7 +56,8 @@ void fusePointwise(Compilation &c) {
     for (Edge e : n.inputs) {
       if (stageIndex[e.src] != stageIndex[id]) continue;
       if (stage.loop && e.delay != 0) continue; // the previous (next) step
-      bool boundary = opKind(g.node(e.src).op) == OpKind::Gemm || (!stage.loop && e.delay != 0);
+      OpKind kind = opKind(g.node(e.src).op);
+      bool boundary = kind == OpKind::Gemm || kind == OpKind::Accumulate || (!stage.loop && e.delay != 0);
       p = std::max(p, phase[e.src] + (boundary ? 1 : 0));
     }
     phase[id] = p;
@@ -65,7 +69,7 @@ void fusePointwise(Compilation &c) {
   auto users = g.users();
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     NodeId id = *it;
-    if (stageIndex[id] < 0 || opKind(g.node(id).op) == OpKind::Gemm) continue;
+    if (stageIndex[id] < 0 || opKind(g.node(id).op) == OpKind::Gemm || opKind(g.node(id).op) == OpKind::Accumulate) continue;
     const Stage &stage = stages[stageIndex[id]];
     int late = lastPhase[stageIndex[id]];
     for (auto [user, slot] : users[id]) {
@@ -85,14 +89,15 @@ void fusePointwise(Compilation &c) {
       std::vector<Kernel> gemms;
       for (NodeId id : stage.nodes) {
         if (phase[id] != k) continue;
-        if (opKind(g.node(id).op) == OpKind::Gemm) gemms.push_back({true, {id}});
+        OpKind kind = opKind(g.node(id).op);
+        if (kind == OpKind::Gemm || kind == OpKind::Accumulate) gemms.push_back({isGemm(g.node(id).op), {id}});
         else fused.nodes.push_back(id);
       }
       if (!fused.nodes.empty()) stage.kernels.push_back(std::move(fused));
       for (auto &gk : gemms) stage.kernels.push_back(std::move(gk));
     }
     if (!c.optimize)
-      for (NodeId id : stage.nodes) stage.kernels.push_back({opKind(g.node(id).op) == OpKind::Gemm, {id}});
+      for (NodeId id : stage.nodes) stage.kernels.push_back({isGemm(g.node(id).op), {id}});
   }
   c.schedule.stages = std::move(stages);
 }

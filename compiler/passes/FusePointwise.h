@@ -11,6 +11,9 @@ namespace rnnc {
 
 void fusePointwise(Compilation &c);
 
+/// Whether an op runs as a GEMM (cuBLAS / CBLAS): products, and dW = sum delta x^T.
+bool isGemm(Op op);
+
 /// Live nodes in an order that respects every edge except those inside a loop
 /// (which cross to the previous or next step).
 std::vector<NodeId> dataflowOrder(const Graph &g, const TimeClasses &time);

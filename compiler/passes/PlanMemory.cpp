@@ -1,4 +1,5 @@
-// 1. Saved: for each node, the values its adjoint reads: products and
+// 1. Saved: with a backward graph, the forward values it reads. Without one,
+//    for each node, the values its adjoint will read: products and
 //    quotients their operands; sigmoid, tanh, exp and sqrt their result; other
 //    nonlinear functions, min/max and mse their operands; a GEMM its vector (for
 //    dW = sum_t delta_t x_t^T); cross_entropy its logits; embed its index.
@@ -42,7 +43,15 @@ void planMemory(Compilation &c) {
     Op op = g.node(id).op;
     if (op != Op::Input && op != Op::Param && op != Op::Const) saved.insert(id);
   };
-  for (NodeId id = 0; id < g.nodes.size(); ++id) {
+  // With a backward graph, what it reads of the forward values is exactly what
+  // must be kept; without one, the adjoint rules tell what it will read.
+  bool hasBackward = false;
+  for (const Node &n : g.nodes) hasBackward |= !n.dead && n.backward;
+  for (NodeId id = 0; id < g.nodes.size() && hasBackward; ++id)
+    if (!g.node(id).dead && g.node(id).backward)
+      for (Edge e : g.node(id).inputs)
+        if (!g.node(e.src).backward) keep(e.src);
+  for (NodeId id = 0; id < g.nodes.size() && !hasBackward; ++id) {
     if (g.node(id).dead) continue;
     Keep k = adjointNeeds(g.node(id).op);
     if (k == Keep::Result) keep(id);

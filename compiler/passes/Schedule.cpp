@@ -49,7 +49,9 @@ std::vector<Stage> mergeIntoRuns(const Graph &g, std::vector<Stage> stages) {
       Stage &run = runs.back();
       std::set<NodeId> with = inRun;
       with.insert(s.nodes.begin(), s.nodes.end());
-      if (s.loop && runHasLoop) {
+      if (s.backward != run.backward) {
+        joins = false;
+      } else if (s.loop && runHasLoop) {
         joins = s.direction == run.direction;
       } else if (s.loop) {
         // A run of time-parallel work takes the loop's direction if its own
@@ -71,6 +73,7 @@ std::vector<Stage> mergeIntoRuns(const Graph &g, std::vector<Stage> stages) {
           Stage one;
           one.loop = true;
           one.level = s.level;
+          one.backward = s.backward;
           one.nodes = {s.nodes[k]};
           for (auto &kernel : s.kernels)
             if (kernel.nodes == one.nodes) one.kernels.push_back(kernel);
@@ -84,6 +87,7 @@ std::vector<Stage> mergeIntoRuns(const Graph &g, std::vector<Stage> stages) {
       run.loop = true;
       run.direction = direction;
       run.level = s.level;
+      run.backward = s.backward;
       runs.push_back(std::move(run));
       inRun.clear();
       runHasLoop = false;
@@ -104,6 +108,7 @@ void schedule(Compilation &c) {
   std::vector<Stage> &stages = c.schedule.stages;
   auto rank = [](const Stage &s) { return s.loop ? 2 * s.level - 1 : 2 * s.level; };
   std::stable_sort(stages.begin(), stages.end(), [&](const Stage &a, const Stage &b) {
+    if (a.backward != b.backward) return !a.backward; // forward first (backward reads it)
     if (rank(a) != rank(b)) return rank(a) < rank(b);
     return a.loopIndex < b.loopIndex;
   });

@@ -13,6 +13,7 @@ int64_t nodeFlops(const Graph &g, NodeId id) {
     return ops * n.width;
   }
   case OpKind::Reduce: return g.node(n.inputs[0].src).width * (n.op == Op::CrossEntropy || n.op == Op::Mse ? 3 : 1);
+  case OpKind::Accumulate: return 2 * n.width; // per step: one multiply-add per element
   default: return 0;
   }
 }
@@ -25,14 +26,15 @@ Stats computeStats(const Compilation &c) {
     int gemms = 0;
     for (const Kernel &k : stage.kernels) gemms += k.gemm;
     s.kernels += static_cast<int>(stage.kernels.size());
+    DirectionStats &d = stage.backward ? s.backward : s.forward;
     if (stage.loop) {
-      ++s.forward.loops;
-      s.forward.stepLaunches += static_cast<int>(stage.kernels.size());
-      s.forward.stepGemms += gemms;
-      s.forward.flopsInLoops += flops;
+      ++d.loops;
+      d.stepLaunches += static_cast<int>(stage.kernels.size());
+      d.stepGemms += gemms;
+      d.flopsInLoops += flops;
     } else {
-      s.forward.hoistedGemms += gemms;
-      s.forward.flopsHoisted += flops;
+      d.hoistedGemms += gemms;
+      d.flopsHoisted += flops;
     }
   }
   s.streams = c.schedule.streams;
