@@ -237,6 +237,7 @@ int run(int argc, char **argv) {
   }
   auto pairs = [](const std::vector<std::string> &args, const char *flag, std::map<std::string, std::string> &out) {
     for (const auto &a : args) {
+      if (a.empty()) continue; // `--grad` alone
       size_t eq = a.find('=');
       if (eq == std::string::npos || eq == 0 || eq + 1 == a.size()) {
         fmt::print(stderr, "rnnc: error: {} {}: expected NAME=FILE\n", flag, a);

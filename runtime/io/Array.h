@@ -25,7 +25,8 @@ struct Array {
   DType dtype = DType::F64;
   std::vector<int64_t> shape;  // empty: a scalar (one element)
   std::vector<double> data;
-  /// The product of the shape (1 for a scalar); the shape must not overflow it.
+  /// The product of the shape (1 for a scalar); -1 when a dim is negative or
+  /// the product overflows int64.
   int64_t elements() const;
 };
 
