@@ -1,0 +1,292 @@
+"""Shared helpers for the numeric tests (test_torch_semantics, test_gradients,
+test_directional): find rnnc, read what `rnnc show --params` prints, pick small
+dims, make random params/inputs/states, run `rnnc run` and read its results.
+
+Everything here is independent of rnnc's own code: safetensors are written by
+rnnrun.write_safetensors and read back by the small reader below; arrays go
+through numpy's .npy."""
+import json
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+SAMPLES = os.path.join(ROOT, "samples")
+sys.path.insert(0, HERE)
+from rnnrun import write_safetensors  # noqa: E402
+
+
+class Failure(AssertionError):
+    """A check that did not hold; the message says what and how to reproduce."""
+
+
+def find_rnnc(argv=None):
+    """--rnnc PATH on the command line, else $RNNC, else build/rnnc."""
+    argv = sys.argv if argv is None else argv
+    for i, a in enumerate(argv):
+        if a == "--rnnc" and i + 1 < len(argv):
+            return os.path.abspath(argv[i + 1])
+        if a.startswith("--rnnc="):
+            return os.path.abspath(a.split("=", 1)[1])
+    return os.environ.get("RNNC", os.path.join(ROOT, "build", "rnnc"))
+
+
+def read_safetensors(path):
+    """A tiny safetensors reader: dict name -> numpy array."""
+    with open(path, "rb") as f:
+        blob = f.read()
+    (n,) = struct.unpack("<Q", blob[:8])
+    header = json.loads(blob[8:8 + n])
+    data = blob[8 + n:]
+    dtypes = {"F32": "<f4", "F64": "<f8", "I32": "<i4", "I64": "<i8"}
+    out = {}
+    for name, e in header.items():
+        if name == "__metadata__":
+            continue
+        b, end = e["data_offsets"]
+        out[name] = np.frombuffer(data[b:end], dtype=dtypes[e["dtype"]]).reshape(e["shape"]).copy()
+    return out
+
+
+# ---------------------------------------------------------------- dims, show
+
+# Small values for the dims the samples use; any other dim gets DEFAULT_DIM.
+SMALL_DIMS = {"I": 3, "H": 4, "V": 5, "E": 3, "K": 4, "D": 3, "H1": 4, "H2": 3}
+DEFAULT_DIM = 3
+
+
+def file_dims(path):
+    """The dims a file declares (`dim NAME = ...` lines)."""
+    with open(path) as f:
+        return re.findall(r"^\s*dim\s+([A-Za-z_][A-Za-z0-9_]*)\s*=", f.read(), re.M)
+
+
+def dim_args(dims):
+    out = []
+    for k, v in dims.items():
+        out += ["-D", f"{k}={v}"]
+    return out
+
+
+class Info:
+    """What `rnnc show FILE --params` prints: kind, name, inputs, outputs, params."""
+
+    def __init__(self, text):
+        self.kind = self.name = None
+        self.inputs = []   # (name, width, is_index)
+        self.outputs = []  # (name, width)
+        self.params = []   # (name, shape tuple)
+        for line in text.splitlines():
+            w = line.split()
+            if not w:
+                continue
+            if w[0] in ("cell", "model") and len(w) == 2:
+                self.kind, self.name = w
+            elif w[0] == "input":
+                m = re.match(r"\s*input (\S+): (index)?\[(\d+)\]", line)
+                self.inputs.append((m.group(1), int(m.group(3)), m.group(2) is not None))
+            elif w[0] == "output":
+                m = re.match(r"\s*output (\S+): \[(\d+)\]", line)
+                self.outputs.append((m.group(1), int(m.group(2))))
+            elif w[0] == "param":
+                m = re.match(r"\s*param (\S+): \[([\d, ]+)\]", line)
+                self.params.append((m.group(1), tuple(int(s) for s in m.group(2).split(","))))
+        if self.kind is None:
+            raise Failure("could not read `rnnc show --params` output:\n" + text)
+
+
+def show_params(rnnc, path, dims):
+    p = subprocess.run([rnnc, "show", path, "--params", *dim_args(dims)], capture_output=True, text=True)
+    return p.returncode, p.stdout, p.stderr
+
+
+def small_dims(rnnc, path):
+    """-D values for every dim `path` declares, plus any free dim rnnc asks for
+    (gru.rnn declares none). Returns (dims, Info)."""
+    dims = {d: SMALL_DIMS.get(d, DEFAULT_DIM) for d in file_dims(path)}
+    for _ in range(8):
+        rc, out, err = show_params(rnnc, path, dims)
+        if rc == 0 and "?" not in out:
+            return dims, Info(out)
+        if rc == 0:
+            # A library of generic cells (no dim has a value): bind every name
+            # used in a size (ports and params), like gru.rnn's I and H.
+            with open(path) as f:
+                text = re.sub(r"#.*", "", f.read())
+            sizes = re.findall(r":\s*(?:index\s*)?\[([^\]]*)\]", text)
+            names = {n for s in sizes for n in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", s)} - set(dims)
+            if not names:
+                raise Failure(f"rnnc show {path} --params: sizes unknown, and no dim to bind:\n{out}")
+            dims.update({n: SMALL_DIMS.get(n, DEFAULT_DIM) for n in sorted(names)})
+            continue
+        m = re.search(r"unknown dim '([A-Za-z_][A-Za-z0-9_]*)'", err)
+        if not m or m.group(1) in dims:
+            raise Failure(f"rnnc show {path} --params {' '.join(dim_args(dims))}: exit {rc}\n{err}")
+        dims[m.group(1)] = SMALL_DIMS.get(m.group(1), DEFAULT_DIM)
+    raise Failure(f"{path}: could not find values for its dims")
+
+
+# ---------------------------------------------------------------- random data
+
+def random_params(info, rng, scale=1.0):
+    """Matrices N(0, scale^2/cols), vectors N(0, 0.5^2)."""
+    p = {}
+    for name, shape in info.params:
+        sd = scale / np.sqrt(shape[1]) if len(shape) == 2 else 0.5
+        p[name] = rng.normal(0.0, sd, shape)
+    return p
+
+
+def random_inputs(info, rng, T, B):
+    x = {}
+    for name, w, is_index in info.inputs:
+        x[name] = rng.integers(0, w, (T, B)).astype(np.int64) if is_index else rng.normal(0.0, 1.0, (T, B, w))
+    return x
+
+
+def float_inputs(info):
+    return [n for n, _, is_index in info.inputs if not is_index]
+
+
+# ---------------------------------------------------------------- running rnnc
+
+class Runner:
+    """Runs `rnnc run` for one file with fixed dims, in a scratch directory."""
+
+    def __init__(self, rnnc, path, dims, workdir, extra=()):
+        self.rnnc, self.path, self.dims, self.extra = rnnc, path, dims, list(extra)
+        self.work = workdir
+        self.n = 0
+
+    def cmdline(self, params, inputs, states=None, grad=None, dtype="f64", out=None):
+        """Writes the arrays; returns (cmd, out). grad: None (no --grad), {} (--grad alone), or name -> DY."""
+        self.n += 1
+        d = os.path.join(self.work, f"r{self.n}")
+        os.makedirs(d, exist_ok=True)
+        out = out or os.path.join(d, "out")
+        pf = os.path.join(d, "params.safetensors")
+        write_safetensors(pf, params)
+        cmd = [self.rnnc, "run", self.path, *dim_args(self.dims), *self.extra, "--params", pf, "--out", out,
+               "--dtype", dtype]
+        for flag, arrays in (("--input", inputs), ("--state", states or {})):
+            for name, a in arrays.items():
+                f = os.path.join(d, f"{flag[2:]}.{name}.npy")
+                np.save(f, a)
+                cmd += [flag, f"{name}={f}"]
+        if grad is not None:
+            cmd.append("--grad")
+            for name, a in grad.items():
+                f = os.path.join(d, f"dy.{name}.npy")
+                np.save(f, a)
+                cmd.append(f"{name}={f}")
+        return cmd, out
+
+    def run(self, params, inputs, states=None, grad=None, dtype="f64"):
+        """Returns a Result; raises Failure when rnnc does not exit 0."""
+        cmd, out = self.cmdline(params, inputs, states, grad, dtype)
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        if p.returncode != 0:
+            raise Failure(f"rnnc exited {p.returncode}"
+                          + (" (internal compiler error)" if p.returncode not in (0, 1) else "")
+                          + f": {p.stderr.strip()}\n  command: {' '.join(cmd)}")
+        return Result(out)
+
+
+class Result:
+    def __init__(self, out):
+        self.out = out
+
+    def _load(self, *parts):
+        f = os.path.join(self.out, *parts) + ".npy"
+        return np.load(f) if os.path.exists(f) else None
+
+    def output(self, name):
+        return self._load(name)
+
+    def loss(self):
+        a = self._load("loss")
+        return None if a is None else float(a)
+
+    def final(self, name):
+        return self._load("final", name)
+
+    def final_names(self):
+        d = os.path.join(self.out, "final")
+        return sorted(f[:-4] for f in os.listdir(d) if f.endswith(".npy")) if os.path.isdir(d) else []
+
+    def grad(self, name):
+        return self._load("grad", name)
+
+    def grad_initial(self, name):
+        return self._load("grad", "initial", name)
+
+
+def scratch(prefix):
+    return tempfile.mkdtemp(prefix=f"rnnc-numeric-{prefix}-")
+
+
+def cleanup(d):
+    if not os.environ.get("RNNC_NUMERIC_KEEP"):
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def objective(info, res, dy):
+    """L: the loss (dy None) or sum over outputs of <Y, DY>."""
+    if dy is None:
+        v = res.loss()
+        if v is None:
+            raise Failure("no loss.npy written")
+        return v
+    return float(sum(np.sum(res.output(n) * a) for n, a in dy.items()))
+
+
+def rel_err(a, b, floor=1e-8):
+    return abs(a - b) / max(abs(a) + abs(b), floor)
+
+
+# ---------------------------------------------------------------- the case runner
+
+def run_cases(cases, workers=None, out=sys.stdout):
+    """cases: list of (name, fn). Runs them (in parallel), prints one line each,
+    returns (passed, failed)."""
+    from concurrent.futures import ThreadPoolExecutor
+    import time
+    import traceback
+    workers = workers or max(2, min(8, os.cpu_count() or 2))
+
+    def one(case):
+        name, fn = case
+        t0 = time.time()
+        try:
+            note = fn()
+            return name, True, note, time.time() - t0
+        except Failure as e:
+            return name, False, str(e), time.time() - t0
+        except Exception:  # a bug in the test itself, or an unexpected rnnc state
+            return name, False, traceback.format_exc(), time.time() - t0
+
+    passed = failed = 0
+    with ThreadPoolExecutor(workers) as ex:
+        for name, ok, note, dt in ex.map(one, cases):
+            if ok:
+                passed += 1
+                print(f"PASS {name} ({dt:.1f}s){'  ' + note if note else ''}", file=out, flush=True)
+            else:
+                failed += 1
+                print(f"FAIL {name} ({dt:.1f}s)\n    " + "\n    ".join(str(note).splitlines()), file=out, flush=True)
+    return passed, failed
+
+
+def main_for(cases_fn):
+    """A test file's main(): runs its cases, prints `N passed, M failed`."""
+    rnnc = find_rnnc()
+    passed, failed = run_cases(cases_fn(rnnc))
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
