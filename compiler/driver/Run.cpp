@@ -63,6 +63,16 @@ void warnNonFinite(const io::Array &a, const std::string &what) {
   if (bad) fmt::print(stderr, "rnnc: warning: {}: {} value{} NaN or infinite\n", what, bad, bad == 1 ? " is" : "s are");
 }
 
+/// A state's array: [B, n] for one step before the first, [k, B, n] for k;
+/// an index state has no n.
+std::vector<int64_t> stateShape(const Graph &, const Node &n, int64_t k, int64_t B) {
+  std::vector<int64_t> shape;
+  if (k > 1) shape.push_back(k);
+  shape.push_back(B);
+  if (!n.isIndex) shape.push_back(n.width);
+  return shape;
+}
+
 void writeArray(const std::string &path, std::vector<int64_t> shape, std::vector<double> data, bool f64) {
   io::Array a;
   a.dtype = f64 ? io::DType::F64 : io::DType::F32;
@@ -162,13 +172,16 @@ int runGraph(Graph g, const RunOptions &o, const SourceManager &sm) {
         fail(fmt::format("--state {}: {} has no state '{}' (its states: {})", name, g.name, name,
                          names.empty() ? "none" : listNames(names)));
       }
-      int64_t k = depths.at(name), w = g.node(it->second).width;
+      const Node &n = g.node(it->second);
+      int64_t k = depths.at(name), w = n.isIndex ? 1 : n.width;
       io::Array a = readArray(file);
-      bool flat = a.shape == std::vector<int64_t>{in.B, w};
-      if (!flat && a.shape != std::vector<int64_t>{k, in.B, w})
-        fail(fmt::format("{}: state {} needs shape {} (or {}), got {}", file, name, io::shapeText({in.B, w}),
-                         io::shapeText({k, in.B, w}), io::shapeText(a.shape)));
-      if (isInteger(a.dtype)) fail(fmt::format("{}: state {} must be a float array", file, name));
+      std::vector<int64_t> one = stateShape(g, n, 1, in.B), all = stateShape(g, n, k, in.B);
+      if (k == 1) all.insert(all.begin(), 1); // [1, B, n] is [B, n] too
+      if (a.shape != one && a.shape != all)
+        fail(fmt::format("{}: state {} needs shape {} (or {}), got {}", file, name, io::shapeText(one),
+                         io::shapeText(all), io::shapeText(a.shape)));
+      if (isInteger(a.dtype) != n.isIndex)
+        fail(fmt::format("{}: state {} must be {} array", file, name, n.isIndex ? "an integer" : "a float"));
       std::vector<double> v(static_cast<size_t>(k * in.B * w), 0.0);
       std::copy(a.data.begin(), a.data.end(), v.end() - static_cast<long>(a.data.size()));
       in.states[name] = std::move(v);
@@ -199,15 +212,15 @@ int runGraph(Graph g, const RunOptions &o, const SourceManager &sm) {
       if (ec) fail(fmt::format("cannot create '{}': {}", (fs::path(o.out) / sub).string(), ec.message()));
       return (fs::path(o.out) / sub).string();
     };
-    for (const GraphPort &p : g.outputs)
-      writeArray((fs::path(o.out) / (p.name + ".npy")).string(), {in.T, in.B, g.node(p.value.src).width},
-                 r.outputs.at(p.name), o.f64);
-    if (r.loss) writeArray((fs::path(o.out) / "loss.npy").string(), {}, {*r.loss}, o.f64);
-    for (const auto &[name, v] : r.finalStates) {
-      int64_t k = depths.at(name), w = g.node(stateNodes.at(name)).width;
-      std::vector<int64_t> shape = k == 1 ? std::vector<int64_t>{in.B, w} : std::vector<int64_t>{k, in.B, w};
-      writeArray((fs::path(dir("final")) / (name + ".npy")).string(), shape, v, o.f64);
+    for (const GraphPort &p : g.outputs) {
+      const Node &n = g.node(p.value.src);
+      std::vector<int64_t> shape = n.isIndex ? std::vector<int64_t>{in.T, in.B} : std::vector<int64_t>{in.T, in.B, n.width};
+      writeArray((fs::path(o.out) / (p.name + ".npy")).string(), shape, r.outputs.at(p.name), o.f64);
     }
+    if (r.loss) writeArray((fs::path(o.out) / "loss.npy").string(), {}, {*r.loss}, o.f64);
+    for (const auto &[name, v] : r.finalStates)
+      writeArray((fs::path(dir("final")) / (name + ".npy")).string(),
+                 stateShape(g, g.node(stateNodes.at(name)), depths.at(name), in.B), v, o.f64);
     if (o.grad) {
       std::string gdir = dir("grad");
       for (const GraphParam &p : g.params) {
@@ -218,15 +231,21 @@ int runGraph(Graph g, const RunOptions &o, const SourceManager &sm) {
         if (it == r.paramGrads.end()) zeros.assign(static_cast<size_t>(numel), 0.0);
         writeArray((fs::path(gdir) / (p.name + ".npy")).string(), p.shape, it == r.paramGrads.end() ? zeros : it->second, o.f64);
       }
-      for (const auto &[name, v] : r.inputGrads) {
-        int64_t w = 0;
-        for (const GraphPort &p : g.inputs)
-          if (p.name == name) w = g.node(p.value.src).width;
-        writeArray((fs::path(gdir) / (name + ".npy")).string(), {in.T, in.B, w}, v, o.f64);
+      // Inputs and states the objective does not reach get zeros, so every file is there.
+      for (const GraphPort &p : g.inputs) {
+        const Node &n = g.node(p.value.src);
+        if (n.isIndex) continue;
+        auto it = r.inputGrads.find(p.name);
+        std::vector<double> v = it != r.inputGrads.end() ? it->second : std::vector<double>(in.T * in.B * n.width, 0.0);
+        writeArray((fs::path(gdir) / (p.name + ".npy")).string(), {in.T, in.B, n.width}, v, o.f64);
       }
-      for (const auto &[name, v] : r.stateGrads) {
-        int64_t k = depths.at(name), w = g.node(stateNodes.at(name)).width;
-        std::vector<int64_t> shape = k == 1 ? std::vector<int64_t>{in.B, w} : std::vector<int64_t>{k, in.B, w};
+      for (const auto &[name, id] : stateNodes) {
+        const Node &n = g.node(id);
+        if (n.isIndex) continue;
+        std::vector<int64_t> shape = stateShape(g, n, depths.at(name), in.B);
+        auto it = r.stateGrads.find(name);
+        std::vector<double> v = it != r.stateGrads.end() ? it->second
+                                                         : std::vector<double>(depths.at(name) * in.B * n.width, 0.0);
         writeArray((fs::path(dir("grad/initial")) / (name + ".npy")).string(), shape, v, o.f64);
       }
     }

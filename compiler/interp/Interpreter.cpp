@@ -31,6 +31,9 @@ namespace {
 
 double sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
 
+/// Values held per step and sequence: an index is one integer, whatever its range.
+int64_t stored(const Node &n) { return n.isIndex ? 1 : n.width; }
+
 class Interpreter {
 public:
   Interpreter(const Graph &g, const InterpInputs &in) : g_(g), in_(in), T_(in.T), B_(in.B) {}
@@ -41,7 +44,7 @@ private:
   double read(const Edge &e, int64_t t, int64_t b, int64_t i) const;
   /// Element i of input `k` of node n at (t, b), a scalar input broadcast.
   double arg(const Node &n, size_t k, int64_t t, int64_t b, int64_t i) const {
-    return read(n.inputs[k], t, b, g_.node(n.inputs[k].src).width == 1 ? 0 : i);
+    return read(n.inputs[k], t, b, stored(g_.node(n.inputs[k].src)) == 1 ? 0 : i);
   }
   void evalStep(NodeId id, int64_t t, int64_t b, double *out) const;
   void evalAccumulate(NodeId id);
@@ -57,18 +60,18 @@ private:
 double Interpreter::read(const Edge &e, int64_t t, int64_t b, int64_t i) const {
   const Node &n = g_.node(e.src);
   int64_t s = t - e.delay;
-  if (s >= 0 && s < T_) return values_[e.src][(s * B_ + b) * n.width + i];
+  if (s >= 0 && s < T_) return values_[e.src][(s * B_ + b) * stored(n) + i];
   if (s < 0) {
     auto it = states_.find(e.src);
     if (it != states_.end() && s >= -it->second.first)
-      return (*it->second.second)[((s + it->second.first) * B_ + b) * n.width + i];
+      return (*it->second.second)[((s + it->second.first) * B_ + b) * stored(n) + i];
   }
   return 0;
 }
 
 void Interpreter::evalStep(NodeId id, int64_t t, int64_t b, double *out) const {
   const Node &n = g_.node(id);
-  const int64_t w = n.width;
+  const int64_t w = stored(n);
   auto each = [&](auto f) {
     for (int64_t i = 0; i < w; ++i) out[i] = f(i);
   };
@@ -228,9 +231,9 @@ void Interpreter::evalAccumulate(NodeId id) {
 void Interpreter::evalAllSteps(NodeId id) {
   for (int64_t t = 0; t < T_; ++t)
     for (int64_t b = 0; b < B_; ++b) {
-      double *out = &values_[id][(t * B_ + b) * g_.node(id).width];
+      double *out = &values_[id][(t * B_ + b) * stored(g_.node(id))];
       evalStep(id, t, b, out);
-      if (in_.f32)
+      if (in_.f32 && !g_.node(id).isIndex)
         for (int64_t i = 0; i < g_.node(id).width; ++i) out[i] = static_cast<float>(out[i]);
     }
 }
@@ -239,7 +242,7 @@ InterpResult Interpreter::run() {
   values_.assign(g_.nodes.size(), {});
   for (NodeId id = 0; id < g_.nodes.size(); ++id)
     if (!g_.node(id).dead && opKind(g_.node(id).op) != OpKind::Accumulate)
-      values_[id].assign(static_cast<size_t>(T_ * B_ * g_.node(id).width), 0.0);
+      values_[id].assign(static_cast<size_t>(T_ * B_ * stored(g_.node(id))), 0.0);
   auto depths = stateDepths(g_);
   for (const auto &[name, id] : g_.states())
     if (auto it = in_.states.find(name); it != in_.states.end()) states_[id] = {depths.at(name), &it->second};
@@ -263,9 +266,9 @@ InterpResult Interpreter::run() {
       int64_t t = direction > 0 ? k : T_ - 1 - k;
       for (NodeId id : members)
         for (int64_t b = 0; b < B_; ++b) {
-          double *out = &values_[id][(t * B_ + b) * g_.node(id).width];
+          double *out = &values_[id][(t * B_ + b) * stored(g_.node(id))];
           evalStep(id, t, b, out);
-          if (in_.f32)
+          if (in_.f32 && !g_.node(id).isIndex)
             for (int64_t i = 0; i < g_.node(id).width; ++i) out[i] = static_cast<float>(out[i]);
         }
     }
@@ -273,11 +276,11 @@ InterpResult Interpreter::run() {
 
   InterpResult r;
   auto perStep = [&](const Edge &e) {
-    const Node &n = g_.node(e.src);
-    std::vector<double> v(static_cast<size_t>(T_ * B_ * n.width));
+    int64_t w = stored(g_.node(e.src));
+    std::vector<double> v(static_cast<size_t>(T_ * B_ * w));
     for (int64_t t = 0; t < T_; ++t)
       for (int64_t b = 0; b < B_; ++b)
-        for (int64_t i = 0; i < n.width; ++i) v[(t * B_ + b) * n.width + i] = read(e, t, b, i);
+        for (int64_t i = 0; i < w; ++i) v[(t * B_ + b) * w + i] = read(e, t, b, i);
     return v;
   };
   for (const GraphPort &o : g_.outputs) r.outputs[o.name] = perStep(o.value);
@@ -287,7 +290,7 @@ InterpResult Interpreter::run() {
     r.loss = s / static_cast<double>(T_ * B_);
   }
   for (const auto &[name, id] : g_.states()) {
-    int64_t k = depths.at(name), w = g_.node(id).width;
+    int64_t k = depths.at(name), w = stored(g_.node(id));
     std::vector<double> v(static_cast<size_t>(k * B_ * w));
     for (int64_t s = 0; s < k; ++s)
       for (int64_t b = 0; b < B_; ++b)

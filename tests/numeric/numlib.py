@@ -247,6 +247,14 @@ def objective(info, res, dy):
     return float(sum(np.sum(res.output(n) * a) for n, a in dy.items()))
 
 
+def objective_scale(res, dy):
+    """The size of the terms summed into L (|L| for a loss): a central
+    difference of L carries a rounding error of about 1e-16 * this / eps."""
+    if dy is None:
+        return max(1.0, abs(res.loss()))
+    return max(1.0, float(sum(np.sum(np.abs(res.output(n) * a)) for n, a in dy.items())))
+
+
 def rel_err(a, b, floor=1e-8):
     return abs(a - b) / max(abs(a) + abs(b), floor)
 
@@ -254,8 +262,9 @@ def rel_err(a, b, floor=1e-8):
 # ---------------------------------------------------------------- the case runner
 
 def run_cases(cases, workers=None, out=sys.stdout):
-    """cases: list of (name, fn). Runs them (in parallel), prints one line each,
-    returns (passed, failed)."""
+    """cases: list of (name, fn) or (name, fn, "after"). Runs them (in
+    parallel; the "after" ones once all the others have finished), prints one
+    line each, returns (passed, failed)."""
     from concurrent.futures import ThreadPoolExecutor
     import time
     import traceback
@@ -273,8 +282,12 @@ def run_cases(cases, workers=None, out=sys.stdout):
             return name, False, traceback.format_exc(), time.time() - t0
 
     passed = failed = 0
+    first = [c[:2] for c in cases if len(c) < 3]
+    after = [c[:2] for c in cases if len(c) >= 3]
     with ThreadPoolExecutor(workers) as ex:
-        for name, ok, note, dt in ex.map(one, cases):
+        results = list(ex.map(one, first))  # waits for them all
+        results_after = list(ex.map(one, after))
+        for name, ok, note, dt in results + results_after:
             if ok:
                 passed += 1
                 print(f"PASS {name} ({dt:.1f}s){'  ' + note if note else ''}", file=out, flush=True)

@@ -12,15 +12,22 @@ tokens use), every float input and every initial state:
 
     dL/dp ~ (L(p + eps) - L(p - eps)) / (2 eps),  eps = 1e-6,
 
-with |a - b| / max(|a| + |b|, 1e-8) <= 1e-6, or |a - b| <= 1e-9 * max(1, |L|)
-(the central difference's own rounding error, ~1e-16 |L| / eps, for
-near-zero gradients)."""
+with |a - b| / max(|a| + |b|, 1e-8) <= 1e-6, or |a - b| <= 1e-9 * S, where S
+is max(1, |L|) for a loss and max(1, sum |Y * DY|) otherwise (the central
+difference's own rounding error is about 1e-16 S / eps; this matters only for
+near-zero gradients).
+
+Also (grad/files/unreached): with --grad, every param, dense input and state
+has its gradient file, zeros for those the objective does not reach
+(docs/run.md: `DIR/grad/<input>.npy` for each dense input,
+`DIR/grad/initial/<state>.npy` for each state), as params already do."""
 import os
 import sys
 import zlib
 
 import numpy as np
 
+sys.dont_write_bytecode = True  # keep the source tree clean
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numlib as nl  # noqa: E402
 
@@ -75,6 +82,7 @@ def check_sample(rnnc, path, use_loss):
             dy = None if use_loss else pr.dy
             g = pr.runner.run(pr.params, pr.inputs, pr.states, grad={} if use_loss else dy)
             L0 = nl.objective(pr.info, g, dy)
+            scale = nl.objective_scale(g, dy)
 
             # Every gradient there, of the right shape.
             checks = []  # (label, kind, name, flat index, analytic)
@@ -123,7 +131,7 @@ def check_sample(rnnc, path, use_loss):
                     Ls.append(pr.L(params, inputs, states, dy))
                 fd = (Ls[0] - Ls[1]) / (2 * EPS)
                 err = nl.rel_err(analytic, fd)
-                ok = err <= RTOL or abs(analytic - fd) <= ATOL * max(1.0, abs(L0))
+                ok = err <= RTOL or abs(analytic - fd) <= ATOL * scale
                 if ok:
                     worst = max(worst, err)
                     worst_abs = max(worst_abs, abs(analytic - fd))
@@ -138,6 +146,55 @@ def check_sample(rnnc, path, use_loss):
             if missing or bad:
                 raise nl.Failure(f"{pr.where()}, objective {obj}, seed crc32('{name}'):\n" + "\n".join(missing + bad))
             return f"{len(checks)} coordinates, worst rel err {worst:.2g}, abs err {worst_abs:.2g}"
+        finally:
+            nl.cleanup(work)
+    return fn
+
+
+UNREACHED_RNN = """\
+# Written by tests/numeric/test_gradients.py: with --grad h=DY, u, s and P do not reach L.
+cell Unreached(x: [2], u: [2]) -> h, y {
+  param W: [3, 2]
+  param U: [3, 3]
+  param P: [2]
+  h = tanh(W @ x + U @ h[t-1])
+  s = tanh(P * u + s[t-1])
+  y = s * 2
+}
+"""
+
+
+def unreached_case(rnnc):
+    def fn():
+        work = nl.scratch("grad-unreached")
+        try:
+            path = os.path.join(work, "unreached.rnn")
+            with open(path, "w") as f:
+                f.write(UNREACHED_RNN)
+            rng = np.random.default_rng(7)
+            r = nl.Runner(rnnc, path, {}, work)
+            params = {"W": rng.normal(0, 1, (3, 2)), "U": rng.normal(0, 1, (3, 3)), "P": rng.normal(0, 1, 2)}
+            inputs = {"x": rng.normal(0, 1, (T, B, 2)), "u": rng.normal(0, 1, (T, B, 2))}
+            states = {"h": rng.normal(0, 1, (B, 3)), "s": rng.normal(0, 1, (B, 2))}
+            g = r.run(params, inputs, states, grad={"h": rng.normal(0, 1, (T, B, 3))})
+            want = {"grad/W": (3, 2), "grad/U": (3, 3), "grad/P": (2,), "grad/x": (T, B, 2), "grad/u": (T, B, 2),
+                    "grad/initial/h": (B, 3), "grad/initial/s": (B, 2)}
+            zero = {"grad/P", "grad/u", "grad/initial/s"}
+            bad = []
+            for name, shape in want.items():
+                f = os.path.join(g.out, name + ".npy")
+                if not os.path.exists(f):
+                    bad.append(f"{name}.npy not written (expected {'zeros ' if name in zero else ''}{list(shape)})")
+                    continue
+                a = np.load(f)
+                if a.shape != shape:
+                    bad.append(f"{name}.npy has shape {a.shape}, expected {shape}")
+                elif name in zero and np.any(a != 0):
+                    bad.append(f"{name}.npy is not zero: L does not depend on it")
+            if bad:
+                raise nl.Failure(f"{path} (--grad h=DY; T={T} B={B}):\n" + "\n".join(bad) + "\n--- the cell:\n"
+                                 + UNREACHED_RNN)
+            return "every gradient file written"
         finally:
             nl.cleanup(work)
     return fn
@@ -160,6 +217,7 @@ def cases(rnnc):
         if has_loss(p):
             out.append((f"grad/{name}/loss", check_sample(rnnc, p, True)))
         out.append((f"grad/{name}/outputs", check_sample(rnnc, p, False)))
+    out.append(("grad/files/unreached", unreached_case(rnnc)))
     return out
 
 
