@@ -8,10 +8,11 @@ Usage: tools/bench-check.py [--rnnc build/rnnc] [--runs 200] [FILE ...]
 """
 import argparse
 import os
-import platform
 import statistics
 import subprocess
 import time
+
+from benchlib import machine
 
 
 def measure(cmd, runs):
@@ -38,16 +39,7 @@ def main():
     ap.add_argument("--runs", type=int, default=200)
     ap.add_argument("files", nargs="*", default=[os.path.join(root, "samples", "charlm.rnn")])
     args = ap.parse_args()
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    print(f"machine: {cpu}, {os.cpu_count()} cores; runs: {args.runs}")
+    print(f"machine: {machine()}; runs: {args.runs}")
     baseline = measure(["/bin/true"], args.runs)
     print(f"/bin/true (process start alone): median {baseline['median']:.2f} ms")
     for f in args.files:

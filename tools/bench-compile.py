@@ -24,13 +24,15 @@ Quote medians: the machines here are noisy.
 """
 import argparse
 import os
-import platform
+
 import re
 import shutil
 import statistics
 import subprocess
 import tempfile
 import time
+
+from benchlib import machine
 
 CELL = """\
 # One LSTM layer (samples/lstm.rnn), its input width D inferred per instance.
@@ -47,7 +49,6 @@ cell LSTM(x: [D]) -> h {{
 }}
 """
 
-
 def model_text(layers, input_width, hidden):
     lines = [CELL.format(input=input_width, hidden=hidden), f"model Stack{layers}(x: [I]) -> h{layers} {{"]
     prev = "x"
@@ -56,7 +57,6 @@ def model_text(layers, input_width, hidden):
         prev = f"h{k}"
     lines.append("}")
     return "\n".join(lines) + "\n"
-
 
 def measure(cmd, runs, warmup=3):
     for _ in range(warmup):
@@ -74,7 +74,6 @@ def measure(cmd, runs, warmup=3):
         "min": times[0],
     }
 
-
 # Functions whose inclusive instruction counts --instructions reports, by label.
 PARTS = [
     ("front end", r"rnnc::runFrontend\("),
@@ -91,7 +90,6 @@ PARTS = [
     ("verifyGraph", r"rnnc::verifyGraph\[abi:cxx11\]\(rnnc::Graph const&\)(\s\[|$)"),
     ("Graph::param", r"rnnc::Graph::param\(.*\) const(\s\[|$)"),
 ]
-
 
 def instructions(cmd, workdir):
     """Inclusive instruction counts of the PARTS in one run of cmd under callgrind.
@@ -118,20 +116,6 @@ def instructions(cmd, workdir):
                 counts[label] = n
     os.remove(out)
     return counts
-
-
-def machine():
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return f"{cpu}, {os.cpu_count()} cores, {platform.system()} {platform.release()}"
-
 
 def main():
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -205,7 +189,6 @@ def main():
     finally:
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)
-
 
 if __name__ == "__main__":
     main()

@@ -65,7 +65,7 @@ void warnNonFinite(const io::Array &a, const std::string &what) {
 
 /// A state's array: [B, n] for one step before the first, [k, B, n] for k;
 /// an index state has no n.
-std::vector<int64_t> stateShape(const Graph &, const Node &n, int64_t k, int64_t B) {
+std::vector<int64_t> stateShape(const Node &n, int64_t k, int64_t B) {
   std::vector<int64_t> shape;
   if (k > 1) shape.push_back(k);
   shape.push_back(B);
@@ -84,8 +84,7 @@ void writeArray(const std::string &path, std::vector<int64_t> shape, std::vector
 
 } // namespace
 
-int runGraph(Graph g, const RunOptions &o, const SourceManager &sm) {
-  (void)sm;
+int runGraph(Graph g, const RunOptions &o) {
   try {
     // The objective and the backward graph.
     if (o.grad) {
@@ -175,7 +174,7 @@ int runGraph(Graph g, const RunOptions &o, const SourceManager &sm) {
       const Node &n = g.node(it->second);
       int64_t k = depths.at(name), w = n.isIndex ? 1 : n.width;
       io::Array a = readArray(file);
-      std::vector<int64_t> one = stateShape(g, n, 1, in.B), all = stateShape(g, n, k, in.B);
+      std::vector<int64_t> one = stateShape(n, 1, in.B), all = stateShape(n, k, in.B);
       if (k == 1) all.insert(all.begin(), 1); // [1, B, n] is [B, n] too
       if (a.shape != one && a.shape != all)
         fail(fmt::format("{}: state {} needs shape {} (or {}), got {}", file, name, io::shapeText(one),
@@ -220,7 +219,7 @@ int runGraph(Graph g, const RunOptions &o, const SourceManager &sm) {
     if (r.loss) writeArray((fs::path(o.out) / "loss.npy").string(), {}, {*r.loss}, o.f64);
     for (const auto &[name, v] : r.finalStates)
       writeArray((fs::path(dir("final")) / (name + ".npy")).string(),
-                 stateShape(g, g.node(stateNodes.at(name)), depths.at(name), in.B), v, o.f64);
+                 stateShape(g.node(stateNodes.at(name)), depths.at(name), in.B), v, o.f64);
     if (o.grad) {
       std::string gdir = dir("grad");
       for (const GraphParam &p : g.params) {
@@ -242,7 +241,7 @@ int runGraph(Graph g, const RunOptions &o, const SourceManager &sm) {
       for (const auto &[name, id] : stateNodes) {
         const Node &n = g.node(id);
         if (n.isIndex) continue;
-        std::vector<int64_t> shape = stateShape(g, n, depths.at(name), in.B);
+        std::vector<int64_t> shape = stateShape(n, depths.at(name), in.B);
         auto it = r.stateGrads.find(name);
         std::vector<double> v = it != r.stateGrads.end() ? it->second
                                                          : std::vector<double>(depths.at(name) * in.B * n.width, 0.0);

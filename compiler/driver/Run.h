@@ -25,7 +25,7 @@ struct RunOptions {
 
 /// Runs `g` (lowered, not yet differentiated); prints one-line errors; returns
 /// the exit code.
-int runGraph(Graph g, const RunOptions &o, const SourceManager &sm);
+int runGraph(Graph g, const RunOptions &o);
 
 /// Writes params drawn with `seed` to `path` (safetensors); returns the exit code.
 int initParams(const Elaboration &e, uint64_t seed, const std::string &path);

@@ -278,7 +278,7 @@ int run(int argc, char **argv) {
     }
     printSummary(*r->diags);
     if (!g) return kExitUserError;
-    return runGraph(std::move(*g), ro, r->sm);
+    return runGraph(std::move(*g), ro);
   }
   if (init->parsed()) {
     auto r = readFile(initOpts);
