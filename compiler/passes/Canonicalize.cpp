@@ -60,6 +60,7 @@ double fold(Op op, const std::vector<double> &x) {
 bool rewriteSubAndNeg(Graph &g) {
   bool changed = false;
   GraphBuilder b(g);
+  UseRewriter uses;
   for (NodeId id = 0; id < g.nodes.size(); ++id) {
     if (g.node(id).dead) continue;
     if (g.node(id).op == Op::Sub) {
@@ -73,12 +74,13 @@ bool rewriteSubAndNeg(Graph &g) {
       Edge in = g.node(id).inputs[0];
       if (in.delay == 0 && g.node(in.src).op == Op::Neg && g.node(id).width == g.node(g.node(in.src).inputs[0].src).width &&
           canReplace(g, id, g.node(in.src).inputs[0])) {
-        replaceAllUses(g, id, g.node(in.src).inputs[0]);
+        uses.redirect(id, g.node(in.src).inputs[0]);
         g.node(id).dead = true;
         changed = true;
       }
     }
   }
+  uses.apply(g);
   return changed;
 }
 
@@ -115,6 +117,7 @@ bool flatten(Graph &g) {
 bool foldConstants(Graph &g) {
   bool changed = false;
   GraphBuilder b(g);
+  UseRewriter uses;
   for (NodeId id = 0; id < g.nodes.size(); ++id) {
     Node &n = g.node(id);
     if (n.dead || opKind(n.op) != OpKind::Pointwise) continue;
@@ -162,10 +165,11 @@ bool foldConstants(Graph &g) {
     m.inputs = rest;
     changed = true;
     if (m.inputs.size() == 1) {
-      replaceAllUses(g, id, m.inputs[0]);
+      uses.redirect(id, m.inputs[0]);
       g.node(id).dead = true;
     }
   }
+  uses.apply(g);
   return changed;
 }
 
@@ -173,11 +177,15 @@ bool mergeDuplicates(Graph &g) {
   using Key = std::tuple<Op, std::vector<std::pair<NodeId, int32_t>>, std::vector<std::string>, double, int64_t, int64_t>;
   std::map<Key, NodeId> seen;
   bool changed = false;
+  UseRewriter uses; // merged nodes, redirected at the end; keys read through it
   for (NodeId id : topologicalOrder(g)) {
     const Node &n = g.node(id);
     if (n.op == Op::Input || opKind(n.op) == OpKind::Accumulate) continue; // ports; each gradient counts
     std::vector<std::pair<NodeId, int32_t>> ins;
-    for (Edge e : n.inputs) ins.push_back({e.src, e.delay});
+    for (Edge e : n.inputs) {
+      e = uses.resolve(e);
+      ins.push_back({e.src, e.delay});
+    }
     if (n.op == Op::Add || n.op == Op::Mul) std::sort(ins.begin(), ins.end());
     Key key{n.op, ins, n.params, n.value, n.offset, n.width};
     auto [it, fresh] = seen.emplace(key, id);
@@ -188,10 +196,11 @@ bool mergeDuplicates(Graph &g) {
     Node &keep = g.node(it->second);
     for (auto loc : g.node(id).locs) keep.locs.push_back(loc);
     if (keep.name.empty()) keep.name = g.node(id).name;
-    replaceAllUses(g, id, {it->second, 0});
+    uses.redirect(id, {it->second, 0});
     g.node(id).dead = true;
     changed = true;
   }
+  uses.apply(g);
   return changed;
 }
 

@@ -12,6 +12,8 @@
 #include "passes/PlanMemory.h"
 
 #include <algorithm>
+#include <map>
+#include <queue>
 #include <set>
 
 namespace rnnc {
@@ -75,6 +77,7 @@ void planMemory(Compilation &c) {
   const int end = position + 1;
   std::vector<int> lastUse(g.nodes.size(), -1);
   std::vector<bool> escapes(g.nodes.size(), false);
+  std::vector<bool> readElsewhere(g.nodes.size(), false); // by a stage on another stream
   for (NodeId id = 0; id < g.nodes.size(); ++id) {
     if (g.node(id).dead) continue;
     for (Edge e : g.node(id).inputs) {
@@ -85,6 +88,8 @@ void planMemory(Compilation &c) {
       // Read by a later step of a loop: live across the whole loop.
       int until = e.delay != 0 ? end : launchOf[id];
       lastUse[e.src] = std::max(lastUse[e.src], until);
+      if (stageOf[id] >= 0 && c.schedule.stages[stageOf[id]].stream != c.schedule.stages[stageOf[e.src]].stream)
+        readElsewhere[e.src] = true;
     }
   }
   for (const GraphPort &o : g.outputs)
@@ -97,50 +102,45 @@ void planMemory(Compilation &c) {
       escapes[id] = true;
       lastUse[id] = end;
     }
-  // A buffer freed by one stage may be reused by another only if that stage is
-  // ordered after it: the same stage, or one that needs it, directly or not
-  // (stages on different streams run at the same time otherwise).
+  // A buffer is reused only on the stream that used it, where launches run in
+  // issue order; one a stage on another stream read stays with its value
+  // (stages on different streams may run at the same time). Per stream, the
+  // buffers free before a value is written are kept in index order: first fit.
   const auto &stages = c.schedule.stages;
-  std::vector<std::vector<bool>> ordered(stages.size(), std::vector<bool>(stages.size(), false));
-  for (size_t s = 0; s < stages.size(); ++s) {
-    ordered[s][s] = true;
-    for (int a : stages[s].after)
-      for (size_t k = 0; k < stages.size(); ++k)
-        if (ordered[a][k]) ordered[s][k] = true; // `after` points to earlier stages, already complete
-  }
   std::vector<int> stageOfLaunch(position + 1, 0);
   for (NodeId id = 0; id < g.nodes.size(); ++id)
     if (launchOf[id] >= 0) stageOfLaunch[launchOf[id]] = stageOf[id];
-  struct Interval { int from, to; int64_t bytes; };
+  struct Interval { int from, to; int64_t bytes; bool readElsewhere; };
   std::vector<Interval> live;
   for (NodeId id = 0; id < g.nodes.size(); ++id)
-    if (escapes[id] && launchOf[id] >= 0) live.push_back({launchOf[id], std::max(lastUse[id], launchOf[id]), 4 * g.node(id).width});
+    if (escapes[id] && launchOf[id] >= 0)
+      live.push_back({launchOf[id], std::max(lastUse[id], launchOf[id]), 4 * g.node(id).width, readElsewhere[id]});
   std::sort(live.begin(), live.end(), [](const Interval &a, const Interval &b) { return a.from < b.from; });
-  struct Buffer { int freeAfter; int64_t bytes; std::set<int> users; }; // users: stages that touched it
-  std::vector<Buffer> buffers;
+  using Release = std::pair<int, int>; // (free after launch, buffer)
+  std::map<int, std::priority_queue<Release, std::vector<Release>, std::greater<Release>>> busy; // per stream
+  std::map<int, std::set<int>> idle;                                                           // per stream
+  std::vector<int64_t> buffers; // bytes of each
   for (const Interval &v : live) {
     plan.unsharedBytesPerStep += v.bytes;
-    int writer = stageOfLaunch[v.from];
-    int lastReader = v.to >= end ? -1 : stageOfLaunch[v.to];
-    int chosen = -1;
-    for (size_t b = 0; b < buffers.size() && chosen < 0; ++b) {
-      if (buffers[b].freeAfter >= v.from) continue;
-      bool safe = true;
-      for (int u : buffers[b].users) safe &= ordered[writer][u];
-      if (safe) chosen = static_cast<int>(b);
+    int stream = stages[stageOfLaunch[v.from]].stream;
+    auto &pending = busy[stream];
+    while (!pending.empty() && pending.top().first < v.from) {
+      idle[stream].insert(pending.top().second);
+      pending.pop();
     }
-    if (chosen < 0) {
+    int chosen;
+    if (!idle[stream].empty()) {
+      chosen = *idle[stream].begin();
+      idle[stream].erase(idle[stream].begin());
+      buffers[chosen] = std::max(buffers[chosen], v.bytes);
+    } else {
       chosen = static_cast<int>(buffers.size());
-      buffers.push_back({v.to, v.bytes, {}});
+      buffers.push_back(v.bytes);
     }
-    Buffer &buf = buffers[chosen];
-    buf.freeAfter = v.to;
-    buf.bytes = std::max(buf.bytes, v.bytes);
-    buf.users.insert(writer);
-    if (lastReader >= 0) buf.users.insert(lastReader);
+    if (v.to < end && !v.readElsewhere) pending.push({v.to, chosen});
   }
   plan.buffers = static_cast<int>(buffers.size());
-  for (auto &b : buffers) plan.bufferBytesPerStep += b.bytes;
+  for (int64_t b : buffers) plan.bufferBytesPerStep += b;
   c.memory = std::move(plan);
 }
 
