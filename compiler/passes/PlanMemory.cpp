@@ -7,8 +7,9 @@
 // 2. Buffers: a value needs memory when it leaves its launch (read by another
 //    launch, another stage, a later step, or an output). It is live from its
 //    launch to its last reader in issue order (to the end if saved or read
-//    across steps). Buffers are reused first-fit among those free, growing to
-//    the largest value they hold.
+//    across steps). Buffers are reused first-fit among those free on the same
+//    stream, growing to the largest value they hold; a value a stage on another
+//    stream reads keeps its buffer.
 #include "passes/PlanMemory.h"
 
 #include <algorithm>
