@@ -8,28 +8,8 @@ Usage: tools/bench-check.py [--rnnc build/rnnc] [--runs 200] [FILE ...]
 """
 import argparse
 import os
-import statistics
-import subprocess
-import time
 
-from benchlib import machine
-
-
-def measure(cmd, runs):
-    for _ in range(5):
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-        times.append((time.perf_counter() - t0) * 1000.0)
-    times.sort()
-    return {
-        "median": statistics.median(times),
-        "p10": times[len(times) // 10],
-        "p90": times[(len(times) * 9) // 10],
-        "min": times[0],
-    }
+from benchlib import machine, measure
 
 
 def main():

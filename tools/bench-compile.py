@@ -27,12 +27,10 @@ import os
 
 import re
 import shutil
-import statistics
 import subprocess
 import tempfile
-import time
 
-from benchlib import machine
+from benchlib import machine, measure
 
 CELL = """\
 # One LSTM layer (samples/lstm.rnn), its input width D inferred per instance.
@@ -58,21 +56,6 @@ def model_text(layers, input_width, hidden):
     lines.append("}")
     return "\n".join(lines) + "\n"
 
-def measure(cmd, runs, warmup=3):
-    for _ in range(warmup):
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        times.append((time.perf_counter() - t0) * 1000.0)
-    times.sort()
-    return {
-        "median": statistics.median(times),
-        "p10": times[len(times) // 10],
-        "p90": times[(len(times) * 9) // 10],
-        "min": times[0],
-    }
 
 # Functions whose inclusive instruction counts --instructions reports, by label.
 PARTS = [
