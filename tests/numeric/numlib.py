@@ -16,6 +16,14 @@ import tempfile
 
 import numpy as np
 
+# What the gradient checks share: central differences with step EPS must agree
+# with rnnc's gradients to RTOL relative (ATOL absolute near zero), on T steps
+# of B sequences.
+EPS = 1e-6
+RTOL = 1e-6
+ATOL = 1e-9
+T, B = 4, 2
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 SAMPLES = os.path.join(ROOT, "samples")

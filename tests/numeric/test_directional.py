@@ -41,10 +41,7 @@ sys.dont_write_bytecode = True  # keep the source tree clean
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numlib as nl  # noqa: E402
 
-EPS = 1e-6
-RTOL = 1e-6
-ATOL = 1e-9
-T, B = 4, 2
+EPS, RTOL, ATOL, T, B = nl.EPS, nl.RTOL, nl.ATOL, nl.T, nl.B
 GEN_CELLS = int(os.environ.get("RNNC_NUMERIC_GEN", "60"))
 GEN_MIN_ACCEPTED = 0.8  # fraction of generated cells rnnc must accept
 SEED = int(os.environ.get("RNNC_NUMERIC_GEN_SEED", "4242"))

@@ -112,15 +112,7 @@ std::vector<const Stage *> loopStages(const Compilation &c) {
 
 const std::string kDims = "dim I = 6\ndim H = 8\n";
 
-const std::string kLstm = "dim I = 64\ndim H = 128\n"
-                          "cell LSTM(x: [I]) -> h {\n"
-                          "  param W_ih: [4*H, I]\n"
-                          "  param W_hh: [4*H, H]\n"
-                          "  param b_ih, b_hh: [4*H]\n"
-                          "  i, f, g, o = split(W_ih @ x + b_ih + W_hh @ h[t-1] + b_hh, 4)\n"
-                          "  c = sigmoid(f) * c[t-1] + sigmoid(i) * tanh(g)\n"
-                          "  h = sigmoid(o) * tanh(c)\n"
-                          "}\n";
+const std::string kLstm = test::kLstmSource;
 
 const std::string kMgu = kDims + "cell MGU(x: [I]) -> h {\n"
                                  "  param W_f: [H, I]\n"

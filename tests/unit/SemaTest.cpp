@@ -19,15 +19,7 @@ std::string shapeOf(const ElaboratedParam &p) {
   return s;
 }
 
-const char *kLstm = "dim I = 64\ndim H = 128\n"
-                    "cell LSTM(x: [I]) -> h {\n"
-                    "  param W_ih: [4*H, I]\n"
-                    "  param W_hh: [4*H, H]\n"
-                    "  param b_ih, b_hh: [4*H]\n"
-                    "  i, f, g, o = split(W_ih @ x + b_ih + W_hh @ h[t-1] + b_hh, 4)\n"
-                    "  c = sigmoid(f) * c[t-1] + sigmoid(i) * tanh(g)\n"
-                    "  h = sigmoid(o) * tanh(c)\n"
-                    "}\n";
+const std::string &kLstm = test::kLstmSource;
 
 } // namespace
 

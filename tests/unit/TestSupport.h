@@ -11,6 +11,17 @@
 
 namespace rnnc::test {
 
+/// The LSTM of DESIGN.md §2 (samples/lstm.rnn without its comment).
+inline const std::string kLstmSource = "dim I = 64\ndim H = 128\n"
+                                       "cell LSTM(x: [I]) -> h {\n"
+                                       "  param W_ih: [4*H, I]\n"
+                                       "  param W_hh: [4*H, H]\n"
+                                       "  param b_ih, b_hh: [4*H]\n"
+                                       "  i, f, g, o = split(W_ih @ x + b_ih + W_hh @ h[t-1] + b_hh, 4)\n"
+                                       "  c = sigmoid(f) * c[t-1] + sigmoid(i) * tanh(g)\n"
+                                       "  h = sigmoid(o) * tanh(c)\n"
+                                       "}\n";
+
 inline std::unique_ptr<FrontendResult> frontend(const std::string &text, std::vector<DimOverride> dims = {}) {
   FrontendOptions o;
   o.capture = true;
