@@ -1,5 +1,9 @@
 #include "driver/Run.h"
 
+#include "codegen/Bundle.h"
+#include "driver/Engine.h"
+#include "passes/Pipeline.h"
+
 #include "interp/Interpreter.h"
 #include "io/Npy.h"
 #include "io/Safetensors.h"
@@ -83,6 +87,28 @@ void writeArray(const std::string &path, std::vector<int64_t> shape, std::vector
 }
 
 } // namespace
+
+/// Compiles g (already differentiated when --grad) for the CPU, builds and
+/// loads it, and runs it on the interpreter's inputs.
+static InterpResult runCompiled(const Graph &g, const InterpInputs &in, const RunOptions &o) {
+  SourceManager scratch;
+  const SourceManager &sm = o.sm ? *o.sm : scratch;
+  DiagnosticEngine diags(sm);
+  diags.setCapture(true);
+  Compilation c;
+  c.graph = g;
+  c.optimize = o.optimize;
+  if (!runPipeline(c, diags)) fail(diags.captured().empty() ? "the pipeline failed" : diags.captured().front().message);
+  codegen::Program program;
+  std::string error;
+  if (!codegen::buildProgram(c, program, error)) fail(error);
+  codegen::Bundle bundle = codegen::printBundle(program, sm, "cpu");
+  const rnnc_model *m = loadCompiledModel(bundle, o.f64, error);
+  if (!m) fail(error);
+  InterpResult r;
+  if (!runLoadedModel(*m, in, o.grad, r, error)) fail(error);
+  return r;
+}
 
 int runGraph(Graph g, const RunOptions &o) {
   try {
@@ -203,7 +229,7 @@ int runGraph(Graph g, const RunOptions &o) {
     if (ec || !fs::is_directory(o.out) || ::access(o.out.c_str(), W_OK) != 0)
       fail(fmt::format("cannot write to output directory '{}'{}", o.out, ec ? ": " + ec.message() : ""));
 
-    InterpResult r = interpret(g, in);
+    InterpResult r = o.compiled ? runCompiled(g, in, o) : interpret(g, in);
 
     // Everything computed: write, each file atomically.
     auto dir = [&](const std::string &sub) {

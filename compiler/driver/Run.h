@@ -21,6 +21,9 @@ struct RunOptions {
   std::map<std::string, std::string> seeds;  // output NAME -> DY.npy
   std::string out;                           // DIR
   bool f64 = false;
+  bool compiled = false;              // the compiled CPU engine (else the interpreter)
+  bool optimize = true;               // false: -O0
+  const SourceManager *sm = nullptr;  // for the equations comments of generated code
 };
 
 /// Runs `g` (lowered, not yet differentiated); prints one-line errors; returns

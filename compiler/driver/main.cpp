@@ -1,6 +1,8 @@
 // rnnc: the command line. Each subcommand reads a .rnn file through the
 // frontend and reports diagnostics clang style; exit 0 when clean, 1 for a user
 // error (bad input or bad command line), kExitInternal for a bug in rnnc.
+#include "codegen/Bundle.h"
+#include "driver/Engine.h"
 #include "driver/Run.h"
 #include "driver/Show.h"
 #include "frontend/ASTDump.h"
@@ -26,6 +28,7 @@ struct CommonOptions {
   std::vector<std::string> defines;
   bool o0 = false;
   std::string entry;
+  std::string timeParallel = "off";
 };
 
 void addCommon(CLI::App &cmd, CommonOptions &o) {
@@ -36,6 +39,17 @@ void addCommon(CLI::App &cmd, CommonOptions &o) {
   // CLI11 takes one-letter short options only; main() spells -O0 as --O0 for it.
   cmd.add_flag("--O0", o.o0, "-O0: no analysis: one launch per op per step, in time order (the baseline)");
   cmd.add_option("--entry", o.entry, "the cell or model to compile when the file has several")->type_name("NAME");
+  cmd.add_option("--time-parallel", o.timeParallel, "recurrences as parallel scans: off (the only one implemented yet), "
+                                                    "scan, newton, auto")
+      ->check(CLI::IsMember({"off", "scan", "newton", "auto"}));
+}
+
+/// --time-parallel: only `off` exists so far (`auto` picks it). False after saying so.
+bool timeParallelSupported(const CommonOptions &o) {
+  if (o.timeParallel == "off" || o.timeParallel == "auto") return true;
+  fmt::print(stderr, "rnnc: error: --time-parallel {}: parallel scans over time are not implemented yet; "
+                     "use off (or auto, which picks off)\n", o.timeParallel);
+  return false;
 }
 
 /// The cell or model a command compiles: --entry, else the file's only model,
@@ -174,7 +188,7 @@ int run(int argc, char **argv) {
                  "include the backward graph (BPTT of the loss, or of every output) in what is shown; --stats always does");
 
   CommonOptions runOpts;
-  std::string runParams, runOut, runDtype = "f32", runDevice = "auto", runEngine = "interp";
+  std::string runParams, runOut, runDtype = "f32", runDevice = "auto", runEngine = "compiled";
   std::vector<std::string> runInputs, runStates, runGrads;
   CLI::App *run = app.add_subcommand("run", "run a cell or model on arrays from .npy files (and its gradients)");
   addCommon(*run, runOpts);
@@ -188,7 +202,8 @@ int run(int argc, char **argv) {
   run->add_option("--out", runOut, "where the results go")->required()->type_name("DIR");
   run->add_option("--dtype", runDtype, "f32 or f64")->check(CLI::IsMember({"f32", "f64"}));
   run->add_option("--device", runDevice, "auto, cpu or cuda")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
-  run->add_option("--engine", runEngine, "interp: the reference interpreter")->check(CLI::IsMember({"interp"}));
+  run->add_option("--engine", runEngine, "compiled (default: the generated code) or interp (the reference interpreter)")
+      ->check(CLI::IsMember({"compiled", "interp"}));
 
   CommonOptions initOpts;
   uint64_t initSeed = 0;
@@ -198,13 +213,26 @@ int run(int argc, char **argv) {
   init->add_option("--seed", initSeed, "the random seed")->required();
   init->add_option("-o", initOut, "the safetensors file to write")->required()->type_name("P.safetensors");
 
+  CommonOptions compileOpts;
+  std::string compileTarget, compileOut;
+  bool compileJit = false;
+  CLI::App *compileCmd = app.add_subcommand("compile", "write the bundle: <model>.cpp (or .cu), <model>.h, <model>.json");
+  addCommon(*compileCmd, compileOpts);
+  compileCmd->add_option("--target", compileTarget, "cpu or cuda")->required()->check(CLI::IsMember({"cpu", "cuda"}));
+  compileCmd->add_option("-o", compileOut, "the directory to write the bundle to")->required()->type_name("DIR");
+  compileCmd->add_flag("--jit", compileJit, "cuda: kernels as a string for NVRTC, host code as plain C++");
+
   auto isCommand = [&](const std::string &name) {
     for (const CLI::App *sub : app.get_subcommands([](CLI::App *) { return true; }))
       if (sub->get_name() == name) return true;
     return false;
   };
+  if (argc == 2 && std::string(argv[1]) == "--print-cflags") {
+    fmt::print("{}\n", runtimeCflags());
+    return kExitOk;
+  }
   if (argc > 1 && argv[1][0] != '-' && !isCommand(argv[1])) {
-    fmt::print(stderr, "rnnc: error: unknown command '{}' (the commands are: check, show, init, run)\n", argv[1]);
+    fmt::print(stderr, "rnnc: error: unknown command '{}' (the commands are: check, show, compile, init, run, train, bench)\n", argv[1]);
     return kExitUserError;
   }
   try {
@@ -261,9 +289,12 @@ int run(int argc, char **argv) {
       return kExitUserError;
     if (runDevice == "cuda") {
       fmt::print(stderr, "rnnc: error: --device cuda needs the CUDA engine, which this build does not have yet; "
-                         "--engine interp runs on the CPU\n");
+                         "--device cpu runs the generated C++\n");
       return kExitUserError;
     }
+    if (!timeParallelSupported(runOpts)) return kExitUserError;
+    ro.compiled = runEngine == "compiled";
+    ro.optimize = !runOpts.o0;
     auto r = readFile(runOpts);
     if (!r || !r->ok()) {
       if (r) printSummary(*r->diags);
@@ -278,7 +309,42 @@ int run(int argc, char **argv) {
     }
     printSummary(*r->diags);
     if (!g) return kExitUserError;
+    ro.sm = &r->sm;
     return runGraph(std::move(*g), ro);
+  }
+  if (compileCmd->parsed()) {
+    if (!timeParallelSupported(compileOpts)) return kExitUserError;
+    if (compileTarget == "cuda" || compileJit) {
+      fmt::print(stderr, "rnnc: error: --target cuda{} is not available in this build yet; --target cpu is\n",
+                 compileJit ? " --jit" : "");
+      return kExitUserError;
+    }
+    auto r = readFile(compileOpts);
+    if (!r || !r->ok()) {
+      if (r) printSummary(*r->diags);
+      return kExitUserError;
+    }
+    const Elaboration *e = selectEntity(*r, compileOpts);
+    if (!e) return kExitUserError;
+    std::unique_ptr<Compilation> c;
+    try {
+      c = compile(*r, *e, !compileOpts.o0, {}, true);
+    } catch (TooManyErrors &) {
+    }
+    printSummary(*r->diags);
+    if (!c) return kExitUserError;
+    codegen::Program program;
+    std::string error;
+    if (!codegen::buildProgram(*c, program, error)) {
+      fmt::print(stderr, "rnnc: error: {}\n", error);
+      return kExitUserError;
+    }
+    codegen::Bundle bundle = codegen::printBundle(program, r->sm, compileTarget);
+    if (!codegen::writeBundle(bundle, compileOut, error)) {
+      fmt::print(stderr, "rnnc: error: {}\n", error);
+      return kExitUserError;
+    }
+    return kExitOk;
   }
   if (init->parsed()) {
     auto r = readFile(initOpts);

@@ -20,6 +20,11 @@ std::string verifyGraph(const Graph &g) {
     if (n.dead) continue;
     std::string why = checkNode(g, n);
     if (!why.empty()) return fmt::format("%{} ({}): {}", id, opMnemonic(n.op), why);
+    // Forward values never depend on backward ones: a rewrite of a backward
+    // node keeps its flag, or the forward pass would compute part of BPTT.
+    for (const Edge &e : n.inputs)
+      if (!n.backward && e.src < g.nodes.size() && g.node(e.src).backward)
+        return fmt::format("%{} ({}) is forward but reads the backward value %{}", id, opMnemonic(n.op), e.src);
   }
   auto live = [&](Edge e) { return e.src < g.nodes.size() && !g.node(e.src).dead; };
   for (const GraphPort &p : g.inputs)

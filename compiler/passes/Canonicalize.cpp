@@ -67,6 +67,7 @@ bool rewriteSubAndNeg(Graph &g) {
       Edge rhs = g.node(id).inputs[1];
       NodeId neg = b.op(Op::Neg, {rhs}, g.node(id).locs.front());
       Node &n = g.node(id); // b.op may have moved the node storage
+      g.node(neg).backward = n.backward;
       n.op = Op::Add;
       n.inputs[1] = {neg, 0};
       changed = true;

@@ -40,6 +40,7 @@ bool stackGemms(Graph &g, const TimeClasses &time) {
     if (!ok) continue;
     Edge operand = g.node(members[0]).inputs[0];
     NodeId stacked = b.matmul(params, operand, g.node(members[0]).locs.front());
+    g.node(stacked).backward = g.node(members[0]).backward;
     int64_t offset = 0;
     for (NodeId m : members) {
       for (auto loc : g.node(m).locs)
@@ -47,6 +48,7 @@ bool stackGemms(Graph &g, const TimeClasses &time) {
       int64_t rows = g.node(m).width;
       NodeId slice = b.slice({stacked, 0}, offset, rows, g.node(m).locs.front());
       g.node(slice).name = g.node(m).name;
+      g.node(slice).backward = g.node(m).backward;
       replaceAllUses(g, m, {slice, 0});
       g.node(m).dead = true;
       offset += rows;

@@ -183,7 +183,8 @@ bool checkTiling(std::vector<Entry> &entries, uint64_t dataBytes, std::string &e
 
 }  // namespace
 
-std::optional<std::vector<Tensor>> readSafetensors(const std::string &path, std::string &error) {
+std::optional<std::vector<Tensor>> readSafetensors(const std::string &path, std::string &error,
+                                                   std::map<std::string, std::string> *metadata) {
   auto file = InputFile::open(path, error);
   if (!file) return std::nullopt;
   auto fail = [&](const std::string &what) -> std::optional<std::vector<Tensor>> {
@@ -212,6 +213,10 @@ std::optional<std::vector<Tensor>> readSafetensors(const std::string &path, std:
   for (const auto &item : header->items()) {
     if (item.key() == kMetadataKey) {
       if (!checkMetadata(item.value(), why)) return fail(why);
+      if (metadata) {
+        metadata->clear();
+        for (const auto &m : item.value().items()) (*metadata)[m.key()] = m.value().get<std::string>();
+      }
       continue;
     }
     auto entry = checkEntry(item.key(), item.value(), dataBytes, why);
@@ -241,12 +246,18 @@ std::optional<std::vector<Tensor>> readSafetensors(const std::string &path, std:
   return tensors;
 }
 
-bool writeSafetensors(const std::string &path, const std::vector<Tensor> &tensors, std::string &error) {
+bool writeSafetensors(const std::string &path, const std::vector<Tensor> &tensors, std::string &error,
+                      const std::map<std::string, std::string> &metadata) {
   auto fail = [&](const std::string &what) {
     error = fmt::format("{}: cannot write: {}", path, what);
     return false;
   };
   json header = json::object();
+  if (!metadata.empty()) {
+    json map = json::object();
+    for (const auto &[key, value] : metadata) map[key] = value;
+    header[kMetadataKey] = std::move(map);
+  }
   std::string data;
   std::set<std::string> names;
   for (const Tensor &t : tensors) {
@@ -263,7 +274,7 @@ bool writeSafetensors(const std::string &path, const std::vector<Tensor> &tensor
   try {
     text = header.dump();
   } catch (const json::exception &e) {
-    return fail(fmt::format("a tensor name is not valid UTF-8 ({})", e.what()));
+    return fail(fmt::format("a tensor name or metadata string is not valid UTF-8 ({})", e.what()));
   }
   text.append((8 - text.size() % 8) % 8, ' ');
 
@@ -273,6 +284,36 @@ bool writeSafetensors(const std::string &path, const std::vector<Tensor> &tensor
   out += text;
   out += data;
   return writeFileAtomically(path, out, error);
+}
+
+std::optional<std::string> describeTruncation(const std::string &path) {
+  std::string error;
+  auto file = InputFile::open(path, error);
+  if (!file) return std::nullopt;
+  if (file->size() < 8) return fmt::format("the file is {} bytes, shorter than the 8-byte header length", file->size());
+  unsigned char lengthBytes[8];
+  if (!file->read(0, 8, reinterpret_cast<char *>(lengthBytes), error)) return std::nullopt;
+  uint64_t headerLength = 0;
+  for (int i = 7; i >= 0; --i) headerLength = (headerLength << 8) | lengthBytes[i];
+  if (headerLength > kMaxHeaderBytes) return std::nullopt;  // not a length: corrupt, not cut short
+  if (headerLength > file->size() - 8)
+    return fmt::format("the header is {} bytes, the file ends {} bytes into it", headerLength, file->size() - 8);
+  std::string text(headerLength, '\0');
+  if (!file->read(8, headerLength, text.data(), error)) return std::nullopt;
+  std::string why;
+  auto header = parseHeader(text, why);
+  if (!header) return std::nullopt;
+  uint64_t end = 0;
+  for (const auto &item : header->items()) {
+    const json &offsets = item.value().is_object() && item.value().contains("data_offsets") ? item.value()["data_offsets"] : json();
+    if (offsets.is_array() && offsets.size() == 2) {
+      if (auto e = nonNegative(offsets[1])) end = std::max(end, static_cast<uint64_t>(*e));
+    }
+  }
+  uint64_t promised = 8 + headerLength + end;
+  if (end > std::numeric_limits<uint64_t>::max() - 8 - headerLength || promised > file->size())
+    return fmt::format("the header promises {} bytes, the file has {}", promised, file->size());
+  return std::nullopt;
 }
 
 }  // namespace rnnc::io

@@ -5,6 +5,7 @@
 
 #include "io/Array.h"
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,14 +17,24 @@ namespace rnnc::io {
 /// checked before any data is read: dtype, shape, data_offsets in range and of
 /// the size the shape needs, and the entries tiling the data buffer exactly
 /// (no overlap, no hole). Duplicate keys are refused; "__metadata__" is
-/// checked to be a string→string map and ignored. Tensors come back in the
-/// order of their data offsets. On failure returns nullopt and sets `error` to
-/// one line that starts with the path.
-std::optional<std::vector<Tensor>> readSafetensors(const std::string &path, std::string &error);
+/// checked to be a string→string map and, when `metadata` is given, returned
+/// there. Tensors come back in the order of their data offsets. On failure
+/// returns nullopt and sets `error` to one line that starts with the path.
+std::optional<std::vector<Tensor>> readSafetensors(const std::string &path, std::string &error,
+                                                   std::map<std::string, std::string> *metadata = nullptr);
+
+/// When `path` looks like a safetensors file cut short (its header, or the
+/// data its header describes, runs past the end of the file), says so in a
+/// few words ("the header promises 4104 bytes, the file has 4000"); nullopt
+/// otherwise. Used to tell a truncated copy from a corrupt one.
+std::optional<std::string> describeTruncation(const std::string &path);
 
 /// Writes `tensors` (names unique, non-empty, not "__metadata__"), data in
 /// the order given, the JSON header padded with spaces to a multiple of 8,
-/// through a temporary file renamed onto `path`: on failure nothing is written.
-bool writeSafetensors(const std::string &path, const std::vector<Tensor> &tensors, std::string &error);
+/// through a temporary file that is fsynced and renamed onto `path`: on
+/// failure nothing is written. A non-empty `metadata` becomes the header's
+/// "__metadata__" map (written first, as safetensors.torch does).
+bool writeSafetensors(const std::string &path, const std::vector<Tensor> &tensors, std::string &error,
+                      const std::map<std::string, std::string> &metadata = {});
 
 }  // namespace rnnc::io

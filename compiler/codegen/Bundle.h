@@ -1,0 +1,35 @@
+// A bundle (DESIGN.md §4): the generated source, a header with the C ABI and
+// a C++ class, and the manifest. Shared by every target: the ABI table, the
+// header and the manifest do not depend on where the kernels run.
+#pragma once
+
+#include "codegen/KernelIR.h"
+#include "support/SourceManager.h"
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace rnnc::codegen {
+
+struct Bundle {
+  std::string model;    // the C identifier files and symbols are named after
+  std::string source;   // <model>.cpp
+  std::string header;   // <model>.h
+  nlohmann::json manifest;
+  std::string hash;     // of the generated source, hex
+};
+
+/// The C identifier of a model ("CharLM" stays, "my-cell" -> "my_cell").
+std::string modelIdentifier(const std::string &name);
+
+/// The ABI table and its entry point `rnnc_model_<model>` (end of the source).
+std::string abiTable(const Program &p);
+
+/// Prints the bundle for `target` ("cpu").
+Bundle printBundle(const Program &p, const SourceManager &sm, const std::string &target);
+
+/// Writes DIR/<model>.{cpp,h,json}, each through a temporary file renamed
+/// into place. On failure sets `error` (one line naming the file).
+bool writeBundle(const Bundle &b, const std::string &dir, std::string &error);
+
+} // namespace rnnc::codegen

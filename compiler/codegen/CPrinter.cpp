@@ -1,0 +1,179 @@
+#include "codegen/CPrinter.h"
+
+#include "support/Crash.h"
+
+#include <cmath>
+#include <fmt/format.h>
+
+namespace rnnc::codegen {
+
+std::string CPrinter::literal(double v) {
+  if (std::isinf(v)) return v > 0 ? "real(INFINITY)" : "real(-INFINITY)";
+  if (std::isnan(v)) return "real(NAN)";
+  return fmt::format("real({})", v);
+}
+
+std::string CPrinter::equationsComment(const KernelIR &k, const std::string &indent) const {
+  std::string out;
+  for (const SourceRange &r : k.equations) {
+    LineCol lc = sm_.lineCol(r.begin);
+    std::string_view line = sm_.lineText(r.begin);
+    size_t start = line.find_first_not_of(" \t");
+    line = start == std::string_view::npos ? std::string_view() : line.substr(start);
+    std::string file = sm_.name(r.begin.file);
+    size_t slash = file.find_last_of('/');
+    if (slash != std::string::npos) file = file.substr(slash + 1);
+    std::string text(line.substr(0, 100));
+    for (char &ch : text)
+      if (ch == '\r' || static_cast<unsigned char>(ch) < 0x20) ch = ' ';
+    out += fmt::format("{}//   {}:{}  {}\n", indent, file, lc.line, text);
+  }
+  return out;
+}
+
+std::string CPrinter::rowPointer(int buffer, int32_t delay) const {
+  const std::string &name = p_.buffers[buffer].name;
+  if (delay == 0) return name;
+  if (delay == 1) return name + "_prev";
+  if (delay == -1) return name + "_next";
+  return fmt::format("{}_{}{}", name, delay > 0 ? "prev" : "next", std::abs(delay));
+}
+
+std::string CPrinter::operand(const Operand &o, const std::string &index) const {
+  switch (o.kind) {
+  case Operand::Kind::Local: return fmt::format("v{}", o.local);
+  case Operand::Kind::Const: return literal(o.value);
+  case Operand::Kind::LossSeed: return "ws.loss_seed";
+  case Operand::Kind::Param:
+    if (o.scalar) return fmt::format("P[{}]", o.paramOffset);
+    return fmt::format("P[{} + {}]", o.paramOffset, index);
+  case Operand::Kind::Load:
+    if (o.scalar) return rowPointer(o.buffer, o.delay) + "[0]";
+    return fmt::format("{}[{}]", rowPointer(o.buffer, o.delay), index);
+  }
+  RNNC_UNREACHABLE("operand kind");
+}
+
+/// `i + 3`, `i - 3`, `i`.
+static std::string shifted(int64_t shift) {
+  if (shift == 0) return "i";
+  return shift > 0 ? fmt::format("i + {}", shift) : fmt::format("i - {}", -shift);
+}
+
+std::string CPrinter::mapExpr(const Instr &in) const {
+  auto a = [&](size_t k) { return operand(in.args[k], "i"); };
+  auto join = [&](const char *sep) {
+    std::string s;
+    for (size_t k = 0; k < in.args.size(); ++k) s += (k ? sep : "") + a(k);
+    return s;
+  };
+  switch (in.op) {
+  case Op::Add: return join(" + ");
+  case Op::Mul: return join(" * ");
+  case Op::Sub: return a(0) + " - " + a(1);
+  case Op::Div: return a(0) + " / " + a(1);
+  case Op::Neg: return "-" + a(0);
+  case Op::Sigmoid: return "sigmoid(" + a(0) + ")";
+  case Op::Tanh: return math("tanh") + "(" + a(0) + ")";
+  case Op::Relu: return math("max") + "(real(0), " + a(0) + ")";
+  case Op::Exp: return math("exp") + "(" + a(0) + ")";
+  case Op::Log: return math("log") + "(" + a(0) + ")";
+  case Op::Softplus: return "softplus(" + a(0) + ")";
+  case Op::Sqrt: return math("sqrt") + "(" + a(0) + ")";
+  case Op::Abs: return math("fabs") + "(" + a(0) + ")";
+  case Op::HardSigmoid: return "hard_sigmoid(" + a(0) + ")";
+  case Op::Silu: return "silu(" + a(0) + ")";
+  case Op::Min: return math("min") + "(" + a(0) + ", " + a(1) + ")";
+  case Op::Max: return math("max") + "(" + a(0) + ", " + a(1) + ")";
+  case Op::Step: return "step(" + a(0) + ")";
+  case Op::Sign: return "sign(" + a(0) + ")";
+  case Op::Le: return "(" + a(0) + " <= " + a(1) + " ? real(1) : real(0))";
+  case Op::HardSigmoidGrad: return "hard_sigmoid_grad(" + a(0) + ")";
+  case Op::Slice: return operand(in.args[0], shifted(in.offset));
+  case Op::Broadcast: return operand(in.args[0], "0");
+  case Op::Pad:
+    return fmt::format("(i >= {} && i < {} ? {} : real(0))", in.offset, in.offset + in.inWidth,
+                       operand(in.args[0], shifted(-in.offset)));
+  case Op::Concat: {
+    std::string s;
+    int64_t start = 0;
+    for (size_t k = 0; k < in.args.size(); ++k) {
+      std::string piece = operand(in.args[k], shifted(-start));
+      start += in.pieces[k];
+      s += k + 1 < in.args.size() ? fmt::format("i < {} ? {} : ", start, piece) : piece;
+    }
+    return "(" + s + ")";
+  }
+  case Op::Embed:
+    return fmt::format("P[{} + {} * {} + i]", in.paramOffset, operand(in.args[0], "0"), in.width);
+  default: break;
+  }
+  RNNC_UNREACHABLE(std::string("not a map op: ") + opMnemonic(in.op));
+}
+
+std::string CPrinter::sweep(const Sweep &s, const std::string &indent) {
+  std::string out;
+  const std::string in2 = indent + "  ";
+  if (s.kind == Sweep::Kind::Map) {
+    out += elementLoop(s.width, indent);
+    for (size_t k = 0; k < s.body.size(); ++k) {
+      const Instr &in = s.body[k];
+      out += fmt::format("{}const real v{} = {};\n", in2, k, mapExpr(in));
+      if (in.store >= 0) out += fmt::format("{}{}[i] = v{};\n", in2, rowPointer(in.store, 0), k);
+    }
+    return out + indent + "}\n";
+  }
+  const Instr &in = s.body.front();
+  auto x = [&](size_t k, const std::string &i) { return operand(in.args[k], i); };
+  std::string dst = rowPointer(in.store, 0);
+  int64_t w = in.inWidth;
+  if (in.op == Op::Sum || in.op == Op::Mean || in.op == Op::Mse) {
+    out += indent + "real acc = 0;\n" + elementLoop(w, indent);
+    if (in.op == Op::Mse) out += fmt::format("{}const real d = {} - {};\n{}acc += d * d;\n", in2, x(0, "i"), x(1, "i"), in2);
+    else out += fmt::format("{}acc += {};\n", in2, x(0, "i"));
+    out += indent + "}\n";
+    out += fmt::format("{}{}[0] = {};\n", indent, dst, in.op == Op::Sum ? "acc" : fmt::format("acc / real({})", w));
+    return out;
+  }
+  // cross_entropy and softmax_minus_onehot: log-sum-exp over the logits.
+  out += indent + "real top = -INFINITY;\n" + elementLoop(w, indent);
+  out += fmt::format("{}top = {}(top, {});\n{}}}\n", in2, math("max"), x(0, "i"), indent);
+  out += indent + "real z = 0;\n" + elementLoop(w, indent);
+  out += fmt::format("{}z += {}({} - top);\n{}}}\n", in2, math("exp"), x(0, "i"), indent);
+  out += fmt::format("{}const int32_t target = {};\n", indent, x(1, "0"));
+  if (in.op == Op::CrossEntropy) {
+    out += fmt::format("{}{}[0] = top + {}(z) - {};\n", indent, dst, math("log"), x(0, "target"));
+  } else {
+    out += elementLoop(w, indent);
+    out += fmt::format("{}{}[i] = {}({} - top) / z - (i == target ? real(1) : real(0));\n{}}}\n", in2, dst, math("exp"),
+                       x(0, "i"), indent);
+  }
+  return out;
+}
+
+std::set<std::pair<int, int32_t>> CPrinter::rowPointers(const KernelIR &k, std::set<int> &written) const {
+  std::set<std::pair<int, int32_t>> used;
+  for (const Sweep &s : k.sweeps)
+    for (const Instr &in : s.body) {
+      for (const Operand &o : in.args)
+        if (o.kind == Operand::Kind::Load) used.insert({o.buffer, o.delay});
+      if (in.store >= 0) {
+        used.insert({in.store, 0});
+        written.insert(in.store);
+      }
+    }
+  return used;
+}
+
+std::string CPrinter::kernel(const KernelIR &k) {
+  std::string out = fmt::format("// {}: {}\n", k.name,
+                                k.kind == KernelIR::Kind::Fused
+                                    ? (k.perStep ? "one step of B sequences" : k.epilogue ? "the steps before the first" : "every step at once")
+                                    : k.kind == KernelIR::Kind::Gemm || k.kind == KernelIR::Kind::GemmT ? "a GEMM"
+                                                                                                          : "a weight gradient");
+  out += equationsComment(k);
+  out += k.kind == KernelIR::Kind::Fused ? fusedKernel(k) : libraryKernel(k);
+  return out;
+}
+
+} // namespace rnnc::codegen

@@ -1,0 +1,55 @@
+// The C-like printer every target shares: the text of each scalar op (one
+// table), of operands, of a sweep's body, and the equations comment of a
+// kernel. A target printer (C++ now, CUDA next) derives from it and supplies
+// the hooks that map the index space (rows, elements) and the library calls;
+// it never re-spells an op.
+#pragma once
+
+#include "codegen/KernelIR.h"
+#include "support/SourceManager.h"
+
+#include <set>
+#include <string>
+#include <utility>
+
+namespace rnnc::codegen {
+
+class CPrinter {
+public:
+  CPrinter(const Program &p, const SourceManager &sm) : p_(p), sm_(sm) {}
+  virtual ~CPrinter() = default;
+
+  /// One kernel as a function (with its comment).
+  std::string kernel(const KernelIR &k);
+
+  /// `// lstm.rnn:9  c = ...` lines naming the equations of k.
+  std::string equationsComment(const KernelIR &k, const std::string &indent = "") const;
+
+  /// A double as a literal of type `real`.
+  static std::string literal(double v);
+
+protected:
+  /// The row pointer of buffer b read with `delay` ("c_7_prev").
+  std::string rowPointer(int buffer, int32_t delay) const;
+  /// Element `index` of an operand ("c_7_prev[i]", "P[1024 + i]", "v3").
+  std::string operand(const Operand &o, const std::string &index) const;
+  /// The right-hand side of a map op at element i.
+  std::string mapExpr(const Instr &in) const;
+  /// A sweep's statements for one row, at `indent`.
+  std::string sweep(const Sweep &s, const std::string &indent);
+  /// Every (buffer, delay) a fused kernel reads or writes, and which it writes.
+  std::set<std::pair<int, int32_t>> rowPointers(const KernelIR &k, std::set<int> &written) const;
+
+  // Hooks of the target.
+  virtual std::string fusedKernel(const KernelIR &k) = 0;
+  virtual std::string libraryKernel(const KernelIR &k) = 0;
+  /// `for (int64_t i = 0; i < n; ++i) {` (CUDA: over the threads of a row).
+  virtual std::string elementLoop(int64_t n, const std::string &indent) const = 0;
+  /// Name of a math function (`std::exp`, CUDA: `expf`/`exp` through overloads).
+  virtual std::string math(const char *name) const { return std::string("std::") + name; }
+
+  const Program &p_;
+  const SourceManager &sm_;
+};
+
+} // namespace rnnc::codegen

@@ -1,0 +1,109 @@
+// 1. Kernels: a fused kernel is an OpenMP loop over its rows (a thread team
+//    only when rows × width reaches kParallelWork), row pointers for every
+//    buffer and delay it touches, then its sweeps; a library kernel is one
+//    CBLAS call (or a plain loop for vector and embedding gradients).
+// 2. Host: the workspace carved per (T, B); forward clears the padding, copies
+//    inputs and initial states in, and issues the forward stages in schedule
+//    order (a loop stage steps t in its direction); backward does the same
+//    with the seeds and the backward stages, then the initial-state
+//    gradients; the C ABI table describes it all.
+#include "codegen/CppPrinter.h"
+
+#include "support/Crash.h"
+
+#include <fmt/format.h>
+
+namespace rnnc::codegen {
+
+namespace {
+
+/// `(r + 2 * B) * 256`-style offset of row r of buffer b read with `delay`.
+std::string rowOffset(const Buffer &b, int32_t delay, const std::string &row) {
+  int64_t shift = b.padBefore - delay;
+  std::string r = shift == 0 ? row : shift == 1 ? fmt::format("({} + B)", row) : fmt::format("({} + {} * B)", row, shift);
+  if (shift < 0) r = fmt::format("({} - {} * B)", row, -shift);
+  return b.width == 1 ? r : fmt::format("{} * {}", r, b.width);
+}
+
+const char *elementType(const Buffer &b) { return b.index ? "int32_t" : "real"; }
+
+} // namespace
+
+std::string CppPrinter::elementLoop(int64_t n, const std::string &indent) const {
+  return fmt::format("{}for (int64_t i = 0; i < {}; ++i) {{\n", indent, n);
+}
+
+static std::string signature(const KernelIR &k, bool usesP, bool usesG) {
+  return fmt::format("static void {}(const Workspace &ws, const real *{}, real *{}, int64_t B, int64_t r0, int64_t r1) {{\n",
+                     k.name, usesP ? "P" : "/*P*/", usesG ? "G" : "/*G*/");
+}
+
+std::string CppPrinter::fusedKernel(const KernelIR &k) {
+  std::set<int> written;
+  auto pointers = rowPointers(k, written);
+  bool usesP = false;
+  int64_t work = 0;
+  for (const Sweep &s : k.sweeps) {
+    work += s.width * static_cast<int64_t>(s.body.size());
+    for (const Instr &in : s.body) {
+      usesP |= in.op == Op::Embed;
+      for (const Operand &o : in.args) usesP |= o.kind == Operand::Kind::Param;
+    }
+  }
+  std::string out = signature(k, usesP, false);
+  out += fmt::format("#pragma omp parallel for if ((r1 - r0) * {} >= kParallelWork)\n", work);
+  out += "  for (int64_t r = r0; r < r1; ++r) {\n";
+  for (auto [buffer, delay] : pointers) {
+    const Buffer &b = p_.buffers[buffer];
+    bool store = delay == 0 && written.count(buffer);
+    out += fmt::format("    {}{} *{} = ws.{} + {};\n", store ? "" : "const ", elementType(b), rowPointer(buffer, delay),
+                       b.name, rowOffset(b, delay, "r"));
+  }
+  for (const Sweep &s : k.sweeps) out += (s.kind == Sweep::Kind::Map ? "" : "    {\n") + sweep(s, s.kind == Sweep::Kind::Map ? "    " : "      ") +
+                                         (s.kind == Sweep::Kind::Map ? "" : "    }\n");
+  return out + "  }\n}\n";
+}
+
+std::string CppPrinter::libraryKernel(const KernelIR &k) {
+  auto at = [&](int buffer, int32_t delay) {
+    const Buffer &b = p_.buffers[buffer];
+    return fmt::format("ws.{} + {}", b.name, rowOffset(b, delay, "r0"));
+  };
+  std::string out = signature(k, k.kind == KernelIR::Kind::Gemm || k.kind == KernelIR::Kind::GemmT,
+                              k.kind != KernelIR::Kind::Gemm && k.kind != KernelIR::Kind::GemmT);
+  switch (k.kind) {
+  case KernelIR::Kind::Gemm:
+    out += fmt::format("  // out[r] = W x[r], W = P[{}..] [{} x {}]\n", k.paramOffset, k.rows, k.cols);
+    out += fmt::format("  gemm(false, true, r1 - r0, {}, {}, {}, P + {}, {}, {});\n", k.rows, k.cols, at(k.a, k.aDelay),
+                       k.paramOffset, at(k.out, 0), "real(0)");
+    break;
+  case KernelIR::Kind::GemmT:
+    out += fmt::format("  // out[r] = W^T d[r], W = P[{}..] [{} x {}]\n", k.paramOffset, k.rows, k.cols);
+    out += fmt::format("  gemm(false, false, r1 - r0, {}, {}, {}, P + {}, {}, {});\n", k.cols, k.rows, at(k.a, k.aDelay),
+                       k.paramOffset, at(k.out, 0), "real(0)");
+    break;
+  case KernelIR::Kind::GradMatrix:
+    out += fmt::format("  // G[{}..] [{} x {}] += sum over rows of d[r] x[r]^T\n", k.paramOffset, k.rows, k.cols);
+    out += fmt::format("  gemm(true, false, {}, {}, r1 - r0, {}, {}, G + {}, {});\n", k.rows, k.cols, at(k.a, k.aDelay),
+                       at(k.b, k.bDelay), k.paramOffset, "real(1)");
+    break;
+  case KernelIR::Kind::GradVector:
+    out += fmt::format("  const real *d = {};\n", at(k.a, k.aDelay));
+    out += fmt::format("  real *g = G + {};\n", k.paramOffset);
+    out += "  for (int64_t r = 0; r < r1 - r0; ++r)\n";
+    out += fmt::format("    for (int64_t i = 0; i < {}; ++i) g[{}] += d[r * {} + i];\n", k.cols, k.rows == 1 ? "0" : "i",
+                       k.cols);
+    break;
+  case KernelIR::Kind::GradEmbed:
+    out += fmt::format("  const real *d = {};\n", at(k.a, k.aDelay));
+    out += fmt::format("  const int32_t *row = {};\n", at(k.b, k.bDelay));
+    out += fmt::format("  real *g = G + {};\n", k.paramOffset);
+    out += "  for (int64_t r = 0; r < r1 - r0; ++r)\n";
+    out += fmt::format("    for (int64_t i = 0; i < {}; ++i) g[row[r] * {} + i] += d[r * {} + i];\n", k.cols, k.cols, k.cols);
+    break;
+  case KernelIR::Kind::Fused: RNNC_UNREACHABLE("not a library kernel");
+  }
+  return out + "}\n";
+}
+
+} // namespace rnnc::codegen

@@ -1,0 +1,138 @@
+// The kernel IR: what a scheduled compilation becomes before it is printed.
+// Every launch of the schedule is a kernel over an index space of rows (one
+// row per step and sequence: B rows per step inside a loop, T·B rows at once
+// outside), whose body is a list of sweeps of scalar ops over the elements of
+// a row; GEMMs and accumulations are library calls on whole buffers. Values
+// that leave their sweep live in workspace buffers padded with the steps
+// before the first and after the last, so a read of h[t-1] is a plain load.
+#pragma once
+
+#include "ir/Graph.h"
+#include "passes/Compilation.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace rnnc::codegen {
+
+/// A workspace array [padBefore + T + padAfter][B][width] of reals, or of
+/// int32 for an index input. Padding holds the initial state (the last
+/// `depth` steps before the first) and zeros.
+struct Buffer {
+  std::string name; // a C identifier, from the value's name where it has one
+  NodeId node = kNoNode;
+  int64_t width = 1;
+  bool index = false;
+  bool backward = false; // written by backward (zeroed at its start)
+  int64_t padBefore = 0, padAfter = 0;
+  int input = -1; // the graph input (or seed, for backward) copied into it
+  bool fixed = false; // no rows for steps 0..T-1: only the padding (initial-state gradients)
+};
+
+/// A scalar read by a sweep: an earlier op of the same sweep, a load from a
+/// buffer at step t - delay, a param element, a constant, or the loss seed.
+struct Operand {
+  enum class Kind { Local, Load, Param, Const, LossSeed } kind = Kind::Const;
+  int local = -1;
+  int buffer = -1;
+  int32_t delay = 0;
+  int64_t paramOffset = 0;
+  bool scalar = false; // element 0 (a width-1 value broadcast), else element i + shift
+  int64_t shift = 0;
+  double value = 0;
+};
+
+/// One op of a sweep: a node's op applied at element i; `store` is the buffer
+/// its value goes to (-1: it stays a local). Concat keeps its pieces' widths
+/// in `pieces`; Pad, Slice and Embed their offsets in `offset`/`width`.
+struct Instr {
+  Op op = Op::Add;
+  NodeId node = kNoNode;
+  std::vector<Operand> args;
+  std::vector<int64_t> pieces;
+  int64_t offset = 0;
+  int64_t width = 1;      // the node's width
+  int64_t inWidth = 1;    // Reduce, Embed, Softmax: the width of the first operand's value
+  int64_t paramOffset = 0; // Embed: the table in the flat param array
+  int store = -1;
+};
+
+/// Elements of one row visited together. A map sweep computes its ops at
+/// each element i < width; a reduce sweep is one op (sum, mean, mse,
+/// cross_entropy) over its operand's width; a softmax sweep is one
+/// softmax_minus_onehot (a max and a sum, then the map).
+struct Sweep {
+  enum class Kind { Map, Reduce, Softmax } kind = Kind::Map;
+  int64_t width = 1;
+  std::vector<Instr> body;
+};
+
+struct KernelIR {
+  enum class Kind {
+    Fused,      // sweeps over rows
+    Gemm,       // out[rows][R] = in[rows][C] · W^T   (W [R][C], stacked params are one W)
+    GemmT,      // out[rows][C] = in[rows][R] · W     (W [R][C])
+    GradMatrix, // G[R][C] += Σ_rows d[row][R] · x[row][C]
+    GradVector, // G[w] += Σ_rows d[row][w]  (width-1 G: the sum of every element)
+    GradEmbed,  // G[idx[row]][w] += d[row][w]
+  } kind = Kind::Fused;
+  std::string name;       // fused_3, gemm_4, ...
+  bool perStep = false;   // inside a loop: one launch per step
+  bool epilogue = false;  // the initial-state gradients: steps -depth .. -1
+  int64_t epilogueDepth = 0;
+  std::vector<Sweep> sweeps;
+  // Library calls: out = node's buffer; a, b = operand buffers (GradMatrix: d, x).
+  int out = -1, a = -1, b = -1;
+  int32_t aDelay = 0, bDelay = 0;
+  int64_t rows = 0, cols = 0; // W's (or G's) shape
+  int64_t paramOffset = 0;    // W or G in the flat param (gradient) array
+  std::vector<NodeId> nodes;
+  std::vector<SourceRange> equations; // the source lines it computes, in order, no duplicates
+};
+
+struct StageIR {
+  bool loop = false;
+  int direction = +1;
+  bool backward = false;
+  int stream = 0;
+  std::vector<int> kernels;
+};
+
+/// A flat-array view of a param: its offset and element count.
+struct ParamSlot {
+  std::string name;
+  std::vector<int64_t> shape;
+  int64_t offset = 0;
+  int64_t elements = 0;
+};
+
+struct PortIR {
+  std::string name;
+  int64_t width = 1;
+  bool index = false;
+  int buffer = -1;   // where its value is (-1: a leaf, see leaf)
+  int32_t delay = 0; // the port reads the buffer at t - delay
+  int depth = 0;     // states: steps before the first
+  Operand leaf;      // a port whose value is a param or constant
+};
+
+struct Program {
+  std::string name;
+  std::vector<Buffer> buffers;
+  std::vector<KernelIR> kernels;
+  std::vector<StageIR> stages; // forward stages, then backward stages, in issue order
+  std::vector<int> epilogue;   // kernels of the initial-state gradients
+  std::vector<ParamSlot> params;
+  int64_t paramElements = 0;
+  std::vector<PortIR> inputs, outputs, states, seeds, inputGrads, stateGrads;
+  int lossBuffer = -1; // the per-step loss values
+  bool hasLoss = false;
+  bool lossSeeded = false; // backward differentiates the loss
+};
+
+/// Builds the kernel IR of a scheduled compilation. Returns false with a
+/// one-line reason for what the compiled engines cannot run.
+bool buildProgram(const Compilation &c, Program &out, std::string &error);
+
+} // namespace rnnc::codegen

@@ -1,0 +1,90 @@
+/* The C ABI of a compiled model: what a bundle's <model>.cpp exports and what
+ * the runtime (the training loop, `rnnc run/train/bench`) drives. One
+ * `rnnc_model` describes the model's tensors and points at its entry points;
+ * the compiled code keeps nothing between calls except in the workspace the
+ * caller allocates, so one model can run several workspaces at once.
+ *
+ * Arrays are flat, row-major, time-major: per-step values [T][B][width], index
+ * inputs [T][B] int32, states [depth][B][width] (the `depth` steps before the
+ * first), params in one flat array laid out as the param table says. Reals are
+ * float, or double when the bundle was compiled with RNNC_REAL_DOUBLE
+ * (real_bytes says which). See docs/runtime.md. */
+#ifndef RNNC_MODEL_H
+#define RNNC_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RNNC_ABI_VERSION 1
+
+/* A param, a port or a state. */
+typedef struct rnnc_tensor {
+  const char *name;   /* "h1.W_ih", "x", "h1.c" */
+  int32_t rank;       /* params: 1 or 2; ports and states: 1 */
+  int64_t shape[2];   /* params: their shape; ports and states: shape[0] = width */
+  int64_t offset;     /* params: first element in the flat param array */
+  int32_t is_index;   /* inputs: an index input, values in [0, shape[0]) */
+  int32_t depth;      /* states: steps before the first that it reads (k of h[t-k]) */
+} rnnc_tensor;
+
+typedef struct rnnc_model {
+  int32_t abi_version; /* RNNC_ABI_VERSION */
+  const char *name;    /* the model or cell compiled */
+  const char *source_hash; /* hash of the generated source: checkpoints name it */
+  int32_t real_bytes;  /* 4 (float) or 8 (double) */
+
+  int64_t param_elements; /* size of the flat param (and gradient) array */
+  int32_t n_params;
+  const rnnc_tensor *params;
+  int32_t n_inputs;
+  const rnnc_tensor *inputs;
+  int32_t n_outputs;
+  const rnnc_tensor *outputs;
+  int32_t n_states;
+  const rnnc_tensor *states;
+  int32_t has_loss;
+
+  /* Backward: dL/dy for these outputs (the objective compiled), the gradients
+   * of these inputs (dense inputs the objective reaches). */
+  int32_t n_seeds;
+  const rnnc_tensor *seeds;
+  int32_t n_input_grads;
+  const rnnc_tensor *input_grads;
+
+  /* Bytes of workspace for T steps of B sequences (0: too large). */
+  int64_t (*workspace_bytes)(int64_t T, int64_t B);
+
+  /* Runs T steps of B sequences. inputs[k] is [T][B][w] real or [T][B] int32;
+   * states[k] is [depth][B][w] or NULL for zeros (states may be NULL). Keeps
+   * in `ws` what outputs, final states, the loss and backward read. Returns 0,
+   * or 1 with the reason in last_error (an index out of range). */
+  int (*forward)(void *ws, int64_t T, int64_t B, const void *params, const void *const *inputs,
+                 const void *const *states);
+
+  /* After forward on the same workspace: the gradient of the objective
+   * (the loss, a mean over steps and sequences, plus sum <y, dy> over the
+   * seeded outputs; seeds[k] may be NULL for zero). Writes param_grads (flat,
+   * overwritten), and input_grads[k] / state_grads[k] where not NULL
+   * ([T][B][w] and [depth][B][w]). Returns 0. */
+  int (*backward)(void *ws, int64_t T, int64_t B, const void *params, const void *const *seeds,
+                  void *param_grads, void *const *input_grads, void *const *state_grads);
+
+  /* Results of the last forward: output k [T][B][w], state k's last `depth`
+   * steps [depth][B][w], the loss (mean over steps and sequences; 0 without). */
+  void (*read_output)(const void *ws, int64_t T, int64_t B, int32_t k, void *out);
+  void (*read_final_state)(const void *ws, int64_t T, int64_t B, int32_t k, void *out);
+  double (*read_loss)(const void *ws, int64_t T, int64_t B);
+
+  /* The reason the last call failed, in this thread. */
+  const char *(*last_error)(void);
+} rnnc_model;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,69 @@
+// A compiled model with its workspace, params and gradients, for programs
+// that embed a bundle: the C ABI (rnnc/model.h) behind a small C++ class.
+// Header-only; float models (the default build of a bundle).
+#pragma once
+
+#include "rnnc/model.h"
+
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace rnnc {
+
+class Session {
+public:
+  /// Room for T steps of B sequences. Throws std::runtime_error when the
+  /// model is not a float model of this ABI or the workspace cannot be had.
+  Session(const rnnc_model &m, int64_t T, int64_t B) : m_(m), T_(T), B_(B) {
+    if (m.abi_version != RNNC_ABI_VERSION) throw std::runtime_error("rnnc: model built for another ABI version");
+    if (m.real_bytes != sizeof(float)) throw std::runtime_error("rnnc: Session needs a float model");
+    int64_t bytes = m.workspace_bytes(T, B);
+    if (bytes <= 0) throw std::runtime_error("rnnc: " + std::string(m.name) + ": T and B too large");
+    ws_.reset(static_cast<char *>(std::aligned_alloc(64, static_cast<size_t>((bytes + 63) / 64 * 64))));
+    if (!ws_) throw std::runtime_error("rnnc: out of memory for the workspace");
+    params.assign(static_cast<size_t>(m.param_elements), 0.0f);
+    grads.assign(static_cast<size_t>(m.param_elements), 0.0f);
+  }
+
+  const rnnc_model &model() const { return m_; }
+  int64_t steps() const { return T_; }
+  int64_t batch() const { return B_; }
+
+  /// inputs[k]: [T][B][width] floats, or [T][B] int32 for an index input;
+  /// states[k]: [depth][B][width] or null (zeros). Throws on a bad index.
+  void forward(const void *const *inputs, const void *const *states = nullptr) {
+    if (m_.forward(ws_.get(), T_, B_, params.data(), inputs, states) != 0) throw std::runtime_error(m_.last_error());
+  }
+  /// Gradients of the loss (and of sum <y, dy> for seeded outputs) into grads.
+  void backward(const void *const *seeds = nullptr, void *const *inputGrads = nullptr,
+                void *const *stateGrads = nullptr) {
+    if (m_.backward(ws_.get(), T_, B_, params.data(), seeds, grads.data(), inputGrads, stateGrads) != 0)
+      throw std::runtime_error(m_.last_error());
+  }
+  double loss() const { return m_.read_loss(ws_.get(), T_, B_); }
+  void readOutput(int k, float *out) const { m_.read_output(ws_.get(), T_, B_, k, out); }
+  void readFinalState(int k, float *out) const { m_.read_final_state(ws_.get(), T_, B_, k, out); }
+
+  /// The param called `name` (null if none).
+  float *param(const std::string &name) {
+    for (int32_t i = 0; i < m_.n_params; ++i)
+      if (name == m_.params[i].name) return params.data() + m_.params[i].offset;
+    return nullptr;
+  }
+
+  std::vector<float> params, grads;
+
+private:
+  struct Free {
+    void operator()(char *p) const { std::free(p); }
+  };
+  const rnnc_model &m_;
+  int64_t T_, B_;
+  std::unique_ptr<char, Free> ws_;
+};
+
+} // namespace rnnc

@@ -1,0 +1,41 @@
+// The CPU training loop: truncated BPTT over B parallel streams of a
+// compiled model (rnnc/model.h, float32), fed by a task (rnnc/tasks.h),
+// updated by an optimizer (rnnc/optim.h), with progress, a CSV log, and
+// checkpoints (rnnc/checkpoint.h) from which a resumed run continues with the
+// same losses, bit for bit, as one that never stopped. See docs/training.md.
+#pragma once
+
+#include "rnnc/model.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace rnnc::rt {
+
+struct TrainOptions {
+  std::string task;                 // "adding", "copy", "text:PATH"
+  int64_t batch = 32, bptt = 50, steps = 1000;
+  std::string optimizer = "adam";   // or "sgd"
+  double lr = 0;                    // 0: the optimizer's default (adam 1e-3, sgd 0.1)
+  double momentum = 0.9, clip = 1.0;
+  uint64_t seed = 0;
+  std::string save, resume, log;    // checkpoint out, checkpoint in, CSV log
+  int64_t save_every = 0;           // 0: save only at the end (when save is set)
+  bool quiet = false;               // no start line, progress or final line (errors still print)
+};
+
+struct TrainResult {
+  int64_t steps_done = 0;           // the step reached (counting steps before a resume)
+  double first_loss = 0, last_loss = 0, last_metric = 0;
+  std::string metric_name;
+  std::vector<double> losses;       // the loss of each step this call ran
+};
+
+/// Trains `m` (float32 only) on the task for `o.steps` steps in total.
+/// params: the flat initial params (param_elements floats), overwritten with
+/// the trained ones. Prints errors as one line "rnnc: error: ..." to stderr
+/// and returns exit code 1; 0 on success. Progress goes to stderr.
+int train(const rnnc_model &m, std::vector<float> &params, const TrainOptions &o, TrainResult *result = nullptr);
+
+}  // namespace rnnc::rt

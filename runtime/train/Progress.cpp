@@ -1,0 +1,87 @@
+// The progress bar, plain progress lines and the CSV log (progress.h).
+#include "rnnc/progress.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include <unistd.h>
+
+namespace rnnc::rt {
+namespace {
+
+constexpr int kBarWidth = 24;
+constexpr double kRedrawSeconds = 0.1;
+
+std::string duration(double seconds) {
+  if (!(seconds >= 0) || seconds > 1e7) return "?";
+  auto s = static_cast<int64_t>(seconds + 0.5);
+  if (s >= 3600) return fmt::format("{}h{:02}m", s / 3600, s / 60 % 60);
+  if (s >= 60) return fmt::format("{}m{:02}s", s / 60, s % 60);
+  return fmt::format("{}s", s);
+}
+
+}  // namespace
+
+bool isTerminal(std::FILE *out) { return ::isatty(::fileno(out)) == 1; }
+
+Progress::Progress(int64_t first, int64_t total, std::string metricName, std::FILE *out, bool tty)
+    : first_(first), total_(total), metric_(std::move(metricName)), out_(out), tty_(tty),
+      start_(std::chrono::steady_clock::now()) {}
+
+double Progress::seconds() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+}
+
+bool Progress::openLog(const std::string &path, bool append, std::string &error) {
+  std::error_code ec;
+  const bool resumeRows = append && std::filesystem::is_regular_file(path, ec) && std::filesystem::file_size(path, ec) > 0;
+  log_.open(path, resumeRows ? std::ios::app : std::ios::trunc);
+  if (!log_) {
+    error = fmt::format("{}: cannot write the log: {}", path, std::strerror(errno));
+    return false;
+  }
+  logPath_ = path;
+  if (!resumeRows) log_ << "step,loss,metric,grad_norm,lr,seconds\n";
+  return true;
+}
+
+void Progress::update(int64_t step, double loss, double metric, double gradNorm, double lr) {
+  const double now = seconds();
+  if (log_.is_open()) log_ << fmt::format("{},{},{},{},{},{:.3f}\n", step, loss, metric, gradNorm, lr, now);
+  const int64_t count = total_ - first_;
+  if (!out_) return;
+  if (tty_) {
+    if (step != total_ && now - lastDraw_ < kRedrawSeconds) return;
+    lastDraw_ = now;
+    const double done = count > 0 ? static_cast<double>(step - first_) / static_cast<double>(count) : 1.0;
+    const double rate = now > 0 ? static_cast<double>(step - first_) / now : 0.0;
+    const int filled = static_cast<int>(done * kBarWidth);
+    std::string bar(static_cast<size_t>(filled), '#');
+    bar.append(static_cast<size_t>(kBarWidth - filled), '.');
+    fmt::print(out_, "\r[{}] {}/{}  {:.1f} steps/s  loss {:.4f}  {} {:.4f}  ETA {}\033[K", bar, step, total_, rate,
+               loss, metric_, metric, rate > 0 ? duration(static_cast<double>(total_ - step) / rate) : "?");
+    drawn_ = true;
+    std::fflush(out_);
+    return;
+  }
+  const int64_t every = std::max<int64_t>(1, (count + 9) / 10);
+  if ((step - first_) % every == 0 || step == total_) line(step, loss, metric);
+}
+
+void Progress::line(int64_t step, double loss, double metric) {
+  const double now = seconds();
+  const double rate = now > 0 ? static_cast<double>(step - first_) / now : 0.0;
+  fmt::print(out_, "step {}/{}  loss {:.4f}  {} {:.4f}  {:.1f} steps/s\n", step, total_, loss, metric_, metric, rate);
+  std::fflush(out_);
+}
+
+void Progress::finish() {
+  if (out_ && tty_ && drawn_) fmt::print(out_, "\n");
+  if (log_.is_open()) log_.flush();
+}
+
+}  // namespace rnnc::rt

@@ -1,0 +1,156 @@
+// A character-level language model on any file (`text:PATH`).
+//   1. The file (1 byte to 1 GiB, a regular file) is read whole; the
+//      vocabulary is its distinct bytes, sorted, and each byte becomes its
+//      rank in that list.
+//   2. The text is cut into B equal streams of L = size / B bytes (the tail
+//      left over is unused); L must be at least T+1.
+//   3. Each segment takes the next T bytes of every stream as tokens and the
+//      byte after each as its target; the trainer carries the final states of
+//      a segment into the next.
+//   4. When a stream has fewer than T+1 bytes left, all streams start over at
+//      0 and the carried states are reset (wrapped() says so).
+// Metric: bits per character, the loss (nats, a mean) / ln 2.
+#include "train/TaskPorts.h"
+
+#include "io/Array.h"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <cmath>
+
+namespace rnnc::rt {
+namespace {
+
+constexpr uint64_t kMaxTextBytes = 1ull << 30;
+
+class TextTask final : public Task {
+public:
+  TextTask(const rnnc_model &m, int64_t T, int64_t B, uint64_t seed, std::string path, std::vector<uint8_t> text,
+           int64_t vocabulary, double bits, int tokens, int targets)
+      : Task(m, T, B, seed), path_(std::move(path)), text_(std::move(text)), vocabulary_(vocabulary), bits_(bits),
+        stream_(static_cast<int64_t>(text_.size()) / B), tokens_(tokens), targets_(targets) {}
+
+  std::string spec() const override { return "text:" + path_; }
+  std::string metricName() const override { return "bpc"; }
+  bool carriesState() const override { return true; }
+  bool wrapped() const override { return wrapped_; }
+  int64_t position() const override { return position_; }
+  int64_t vocabulary() const override { return vocabulary_; }
+  double unigramBits() const override { return bits_; }
+
+  bool setPosition(int64_t position, std::string &error) override {
+    if (position < 0 || position > stream_) {
+      error = fmt::format("data position {} is outside the streams of {} bytes of {}", position, stream_, path_);
+      return false;
+    }
+    position_ = position;
+    return true;
+  }
+
+  void next(Segment &s) override {
+    shape(s);
+    wrapped_ = position_ + T_ + 1 > stream_;
+    if (wrapped_) position_ = 0;
+    int32_t *x = s.index[tokens_].data(), *y = s.index[targets_].data();
+    for (int64_t t = 0; t < T_; ++t) {
+      for (int64_t b = 0; b < B_; ++b) {
+        const uint8_t *at = text_.data() + b * stream_ + position_ + t;
+        x[t * B_ + b] = at[0];
+        y[t * B_ + b] = at[1];
+      }
+    }
+    position_ += T_;
+  }
+
+  double metric(const float *, double loss) const override { return loss / std::log(2.0); }
+
+private:
+  std::string path_;
+  std::vector<uint8_t> text_;  // vocabulary ranks
+  int64_t vocabulary_;
+  double bits_;
+  int64_t stream_;  // L
+  int tokens_, targets_;
+  int64_t position_ = 0;
+  bool wrapped_ = false;
+};
+
+/// Reads `path` whole, refusing what is not a regular file of 1 byte to 1 GiB
+/// holding B streams of T+1 bytes.
+bool readText(const std::string &path, int64_t T, int64_t B, std::vector<uint8_t> &out, std::string &error) {
+  uint64_t least = 0;
+  if (__builtin_mul_overflow(static_cast<uint64_t>(B), static_cast<uint64_t>(T) + 1, &least)) least = UINT64_MAX;
+  auto file = io::InputFile::open(path, error);
+  if (!file) return false;
+  if (file->size() == 0) {
+    error = fmt::format("{}: the file is empty", path);
+    return false;
+  }
+  if (file->size() > kMaxTextBytes) {
+    error = fmt::format("{}: the file is {} bytes, more than the text task's limit of 1 GiB", path, file->size());
+    return false;
+  }
+  if (file->size() < least) {
+    error = fmt::format("{}: the file is {} bytes; {} streams of {}+1 bytes need at least {}", path, file->size(), B, T,
+                        least);
+    return false;
+  }
+  out.resize(file->size());
+  return file->read(0, file->size(), reinterpret_cast<char *>(out.data()), error);
+}
+
+}  // namespace
+
+std::unique_ptr<Task> makeTextTask(const std::string &path, const rnnc_model &m, int64_t T, int64_t B, uint64_t seed,
+                                   std::string &error) {
+  if (path.empty()) {
+    error = "task text needs a file: text:PATH";
+    return nullptr;
+  }
+  std::vector<uint8_t> text;
+  if (!readText(path, T, B, text, error)) return nullptr;
+
+  std::array<uint64_t, 256> counts{};
+  for (uint8_t c : text) ++counts[c];
+  std::array<uint8_t, 256> rank{};
+  int64_t vocabulary = 0;
+  double bits = 0;
+  for (int c = 0; c < 256; ++c) {
+    if (counts[c] == 0) continue;
+    rank[c] = static_cast<uint8_t>(vocabulary++);
+    const double p = static_cast<double>(counts[c]) / static_cast<double>(text.size());
+    bits -= p * std::log2(p);
+  }
+  for (uint8_t &c : text) c = rank[c];
+
+  PortBinder ports(m, "text");
+  auto covers = [vocabulary](const rnnc_tensor &t) { return t.shape[0] >= vocabulary; };
+  auto tooSmall = [&](const char *role) {
+    for (int k = 0; k < m.n_inputs; ++k) {
+      if (m.inputs[k].is_index && m.inputs[k].shape[0] < vocabulary) {
+        error = fmt::format("task {}: the index input '{}' ({}) has range {}, the vocabulary of {} has {} symbols",
+                            "text", m.inputs[k].name, role, m.inputs[k].shape[0], path, vocabulary);
+        return true;
+      }
+    }
+    return false;
+  };
+  const std::string need = fmt::format("an index input of range at least the vocabulary size {}", vocabulary);
+  int tokens = ports.take(true, covers, need + " (tokens)", error);
+  if (tokens < 0) {
+    tooSmall("tokens");
+    return nullptr;
+  }
+  int targets = ports.take(true, covers, need + " (targets)", error);
+  if (targets < 0) {
+    tooSmall("targets");
+    return nullptr;
+  }
+  if (!ports.allBound(error) ||
+      !ports.output(covers, fmt::format("logits of width at least the vocabulary size {}", vocabulary), error))
+    return nullptr;
+  return std::make_unique<TextTask>(m, T, B, seed, path, std::move(text), vocabulary, bits, tokens, targets);
+}
+
+}  // namespace rnnc::rt

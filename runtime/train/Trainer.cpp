@@ -1,0 +1,235 @@
+// The training loop (trainer.h). A run, in order:
+//   1. check the model (ABI, float32, a loss, the param count) and the sizes;
+//   2. make the task (binds the ports) and the optimizer;
+//   3. with --resume, load the checkpoint: params, optimizer state, step, the
+//      task's RNG and data position, carried states;
+//   4. allocate the workspace once (64-byte aligned, workspace_bytes(T, B));
+//   5. each step: the task's next segment; forward (with the carried states
+//      when the task carries them, zeros after the streams wrap); the loss,
+//      refused when not finite; backward from the model's own loss; clipping;
+//      the optimizer step; the final states kept for the next segment; the
+//      metric from output 0; progress and the CSV row; a checkpoint every
+//      save_every steps and at the end.
+// Everything runs in a fixed order on the CPU, so the losses depend only on
+// the seed and the checkpoint a run starts from.
+#include "rnnc/trainer.h"
+
+#include "io/Array.h"
+#include "rnnc/checkpoint.h"
+#include "rnnc/optim.h"
+#include "rnnc/progress.h"
+#include "rnnc/tasks.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <memory>
+
+namespace rnnc::rt {
+namespace {
+
+/// Arrays the loop allocates beyond the workspace are refused above this.
+constexpr int64_t kMaxBufferBytes = int64_t(1) << 34;
+
+struct FreeDeleter {
+  void operator()(void *p) const { std::free(p); }
+};
+
+/// Step 1: what the loop needs of the model and the options.
+bool checkRun(const rnnc_model &m, const std::vector<float> &params, const TrainOptions &o, std::string &error) {
+  if (m.abi_version != RNNC_ABI_VERSION) {
+    error = fmt::format("model '{}' has ABI version {}, this runtime drives version {}", m.name, m.abi_version,
+                        RNNC_ABI_VERSION);
+    return false;
+  }
+  if (m.real_bytes != 4) {
+    error = fmt::format("model '{}' computes in {}-byte reals; training runs in float32 only (compile it for float)",
+                        m.name, m.real_bytes);
+    return false;
+  }
+  if (!m.has_loss) {
+    error = fmt::format("model '{}' has no loss to train (add `loss = ...` to the model)", m.name);
+    return false;
+  }
+  if (static_cast<int64_t>(params.size()) != m.param_elements) {
+    error = fmt::format("model '{}' has {} param values, {} were given", m.name, m.param_elements, params.size());
+    return false;
+  }
+  if (o.steps < 0 || o.save_every < 0) {
+    error = fmt::format("the steps and the save interval must not be negative, not {} and {}", o.steps, o.save_every);
+    return false;
+  }
+  if (o.batch < 1 || o.bptt < 1) {
+    error = fmt::format("the batch and the BPTT length must be positive, not {} and {}", o.batch, o.bptt);
+    return false;
+  }
+  auto fits = [&](const rnnc_tensor &t, int64_t rows, const char *what) {
+    auto bytes = io::checkedBytes({rows, o.batch, t.shape[0]}, 4);
+    if (bytes && *bytes <= kMaxBufferBytes) return true;
+    error = fmt::format("{} '{}' of {} steps x {} sequences x {} is too large", what, t.name, rows, o.batch, t.shape[0]);
+    return false;
+  };
+  for (int k = 0; k < m.n_inputs; ++k)
+    if (!fits(m.inputs[k], o.bptt, "input")) return false;
+  for (int k = 0; k < m.n_outputs; ++k)
+    if (!fits(m.outputs[k], o.bptt, "output")) return false;
+  for (int k = 0; k < m.n_states; ++k)
+    if (!fits(m.states[k], m.states[k].depth, "state")) return false;
+  return true;
+}
+
+/// Everything a run owns between steps.
+struct Run {
+  const rnnc_model &m;
+  const TrainOptions &o;
+  std::vector<float> &params;
+  std::unique_ptr<Task> task;
+  std::unique_ptr<Optimizer> opt;
+  std::vector<std::vector<float>> carry;  // per state [depth][B][w]; empty when the task carries none
+  int64_t step = 0;
+
+  Checkpoint snapshot() const {
+    Checkpoint c;
+    c.task = task->spec();
+    c.optimizer = opt->name();
+    c.step = step;
+    c.batch = o.batch;
+    c.rng = task->rngState();
+    c.position = task->position();
+    c.params = params;
+    c.slots = opt->slots();
+    c.carry = carry;
+    return c;
+  }
+
+  /// Step 3.
+  bool resume(std::string &error) {
+    Checkpoint c = snapshot();
+    if (!loadCheckpoint(o.resume, m, c, error)) return false;
+    if (c.step > o.steps) {
+      error = fmt::format("{}: the checkpoint is at step {}, past the {} steps asked for", o.resume, c.step, o.steps);
+      return false;
+    }
+    if (!task->setRngState(c.rng)) {
+      error = fmt::format("{}: the task RNG state in the checkpoint is malformed", o.resume);
+      return false;
+    }
+    if (!task->setPosition(c.position, error)) {
+      error = fmt::format("{}: {}", o.resume, error);
+      return false;
+    }
+    params = std::move(c.params);
+    opt->slots() = std::move(c.slots);
+    opt->setSteps(c.step);
+    carry = std::move(c.carry);
+    step = c.step;
+    return true;
+  }
+
+  bool save(std::string &error) const { return saveCheckpoint(o.save, m, snapshot(), error); }
+};
+
+std::string startLine(const Run &r) {
+  std::string line = fmt::format("train {}: model '{}', {} params, batch {}, bptt {}, {} lr {}", r.task->spec(),
+                                 r.m.name, r.m.param_elements, r.o.batch, r.o.bptt, r.opt->name(),
+                                 r.opt->learningRate());
+  if (r.task->vocabulary() > 0)
+    line += fmt::format(", vocabulary {} (unigram entropy {:.3f} bits)", r.task->vocabulary(), r.task->unigramBits());
+  if (r.step > 0) line += fmt::format(", resuming at step {} from {}", r.step, r.o.resume);
+  return line;
+}
+
+bool trainChecked(const rnnc_model &m, std::vector<float> &params, const TrainOptions &o, TrainResult &result,
+                  std::string &error) {
+  result = TrainResult{};
+  if (!checkRun(m, params, o, error)) return false;
+  Run r{m, o, params, nullptr, nullptr, {}, 0};
+  const int64_t T = o.bptt, B = o.batch;
+  r.task = makeTask(o.task, m, T, B, o.seed, error);
+  if (!r.task) return false;
+  r.opt = makeOptimizer(o.optimizer, m.param_elements, o.lr, o.momentum, error);
+  if (!r.opt) return false;
+  if (r.task->carriesState()) {
+    for (int k = 0; k < m.n_states; ++k)
+      r.carry.emplace_back(static_cast<size_t>(m.states[k].depth * B * m.states[k].shape[0]), 0.0f);
+  }
+  if (!o.resume.empty() && !r.resume(error)) return false;
+  result.metric_name = r.task->metricName();
+  result.steps_done = r.step;
+
+  const int64_t wsBytes = m.workspace_bytes(T, B);
+  if (wsBytes <= 0) {
+    error = fmt::format("model '{}': the workspace for {} steps x {} sequences is too large", m.name, T, B);
+    return false;
+  }
+  std::unique_ptr<void, FreeDeleter> ws(std::aligned_alloc(64, static_cast<size_t>((wsBytes + 63) / 64 * 64)));
+  if (!ws) {
+    error = fmt::format("model '{}': cannot allocate {} bytes of workspace", m.name, wsBytes);
+    return false;
+  }
+  std::vector<float> grads(static_cast<size_t>(m.param_elements));
+  std::vector<float> output(static_cast<size_t>(T * B * m.outputs[0].shape[0]));
+  std::vector<const void *> states;
+  for (const auto &c : r.carry) states.push_back(c.data());
+  Segment segment;
+
+  if (!o.quiet) fmt::print(stderr, "{}\n", startLine(r));
+  Progress progress(r.step, o.steps, r.task->metricName(), o.quiet ? nullptr : stderr, isTerminal(stderr));
+  if (!o.log.empty() && !progress.openLog(o.log, !o.resume.empty(), error)) return false;
+  while (r.step < o.steps) {
+    const int64_t step = r.step + 1;
+    r.task->next(segment);
+    if (r.task->wrapped())
+      for (auto &c : r.carry) std::fill(c.begin(), c.end(), 0.0f);
+    if (m.forward(ws.get(), T, B, params.data(), segment.pointers.data(), r.carry.empty() ? nullptr : states.data())) {
+      error = fmt::format("model '{}': forward failed at step {}: {}", m.name, step, m.last_error());
+      return false;
+    }
+    const double loss = m.read_loss(ws.get(), T, B);
+    if (!std::isfinite(loss)) {
+      error = fmt::format("the loss is {} at step {} (try a smaller --lr or --clip)", loss, step);
+      return false;
+    }
+    m.backward(ws.get(), T, B, params.data(), nullptr, grads.data(), nullptr, nullptr);
+    const double norm = clipGradNorm(grads.data(), m.param_elements, o.clip);
+    if (!std::isfinite(norm)) {
+      error = fmt::format("the gradient norm is {} at step {}", norm, step);
+      return false;
+    }
+    r.opt->step(params.data(), grads.data());
+    for (size_t k = 0; k < r.carry.size(); ++k)
+      m.read_final_state(ws.get(), T, B, static_cast<int32_t>(k), r.carry[k].data());
+    m.read_output(ws.get(), T, B, 0, output.data());
+    const double metric = r.task->metric(output.data(), loss);
+    r.step = step;
+    result.losses.push_back(loss);
+    result.steps_done = step;
+    result.last_loss = loss;
+    result.last_metric = metric;
+    progress.update(step, loss, metric, norm, r.opt->learningRate());
+    if (!o.save.empty() && o.save_every > 0 && step % o.save_every == 0 && step < o.steps && !r.save(error))
+      return false;
+  }
+  progress.finish();
+  if (!result.losses.empty()) result.first_loss = result.losses.front();
+  if (!o.save.empty() && !r.save(error)) return false;
+  if (!o.quiet && !result.losses.empty())
+    fmt::print(stderr, "final {} {:.4f}, loss {:.4f} after {} steps\n", result.metric_name, result.last_metric,
+               result.last_loss, result.steps_done);
+  return true;
+}
+
+}  // namespace
+
+int train(const rnnc_model &m, std::vector<float> &params, const TrainOptions &o, TrainResult *result) {
+  TrainResult local;
+  std::string error;
+  if (!trainChecked(m, params, o, result ? *result : local, error)) {
+    fmt::print(stderr, "rnnc: error: {}\n", error);
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace rnnc::rt
