@@ -281,7 +281,7 @@ int runGraph(Graph g, const RunOptions &o) {
   }
 }
 
-int initParams(const Elaboration &e, uint64_t seed, const std::string &path) {
+std::vector<io::Tensor> initialParams(const Elaboration &e, uint64_t seed) {
   // Each param of a cell instance: uniform in ±1/sqrt(H), H the width of the
   // cell's first output (torch's rule for its recurrent cells). A model's own
   // params: an embedding table N(0, 1) (torch.nn.Embedding); a matrix
@@ -331,6 +331,11 @@ int initParams(const Elaboration &e, uint64_t seed, const std::string &path) {
     }
     tensors.push_back(std::move(t));
   }
+  return tensors;
+}
+
+int initParams(const Elaboration &e, uint64_t seed, const std::string &path) {
+  std::vector<io::Tensor> tensors = initialParams(e, seed);
   std::string error;
   if (!io::writeSafetensors(path, tensors, error)) {
     fmt::print(stderr, "rnnc: error: {}\n", error);

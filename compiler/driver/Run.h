@@ -5,6 +5,7 @@
 #pragma once
 
 #include "frontend/Sema.h"
+#include "io/Array.h"
 #include "ir/Graph.h"
 
 #include <map>
@@ -29,6 +30,10 @@ struct RunOptions {
 /// Runs `g` (lowered, not yet differentiated); prints one-line errors; returns
 /// the exit code.
 int runGraph(Graph g, const RunOptions &o);
+
+/// Params drawn with `seed`, in declaration order (float32): cell params
+/// U(±1/sqrt(H)), embedding tables N(0, 1), a model's other params by fan-in.
+std::vector<io::Tensor> initialParams(const Elaboration &e, uint64_t seed);
 
 /// Writes params drawn with `seed` to `path` (safetensors); returns the exit code.
 int initParams(const Elaboration &e, uint64_t seed, const std::string &path);

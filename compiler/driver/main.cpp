@@ -3,7 +3,9 @@
 // error (bad input or bad command line), kExitInternal for a bug in rnnc.
 #include "codegen/Bundle.h"
 #include "driver/Engine.h"
+#include "driver/Entity.h"
 #include "driver/Run.h"
+#include "driver/Train.h"
 #include "driver/Show.h"
 #include "frontend/ASTDump.h"
 #include "frontend/Frontend.h"
@@ -50,47 +52,6 @@ bool timeParallelSupported(const CommonOptions &o) {
   fmt::print(stderr, "rnnc: error: --time-parallel {}: parallel scans over time are not implemented yet; "
                      "use off (or auto, which picks off)\n", o.timeParallel);
   return false;
-}
-
-/// The cell or model a command compiles: --entry, else the file's only model,
-/// else its only root cell. Null after printing why not.
-const Elaboration *selectEntity(const FrontendResult &r, const CommonOptions &o) {
-  std::vector<const Elaboration *> models, all;
-  std::string names;
-  for (const auto &e : r.sema.entities) {
-    all.push_back(&e);
-    if (e.decl->isModel) models.push_back(&e);
-    names += (names.empty() ? "" : ", ") + e.decl->name.name;
-  }
-  const Elaboration *chosen = nullptr;
-  if (!o.entry.empty()) {
-    for (const Elaboration *e : all)
-      if (e->decl->name.name == o.entry) chosen = e;
-    if (!chosen) {
-      fmt::print(stderr, "rnnc: error: {} has no cell or model '{}' to compile (it has: {})\n", o.file, o.entry,
-                 names.empty() ? "none" : names);
-      return nullptr;
-    }
-  } else if (models.size() == 1) {
-    chosen = models[0];
-  } else if (models.empty() && all.size() == 1) {
-    chosen = all[0];
-  } else {
-    fmt::print(stderr, "rnnc: error: {} has {}; choose one with --entry NAME\n", o.file,
-               all.empty() ? std::string("no cell or model to compile") : "several to compile: " + names);
-    return nullptr;
-  }
-  if (!chosen->complete) {
-    std::string dims, flags;
-    for (const auto &d : chosen->unboundDims) {
-      dims += (dims.empty() ? "" : ", ") + d;
-      flags += fmt::format(" -D {}=...", d);
-    }
-    fmt::print(stderr, "rnnc: error: {} {} has dims with no value ({}): declare them or pass{}\n",
-               chosen->decl->keyword(), chosen->decl->name.name, dims, flags);
-    return nullptr;
-  }
-  return chosen;
 }
 
 /// Lowers and runs the pipeline. Diagnostics are printed; null on an error.
@@ -222,6 +183,42 @@ int run(int argc, char **argv) {
   compileCmd->add_option("-o", compileOut, "the directory to write the bundle to")->required()->type_name("DIR");
   compileCmd->add_flag("--jit", compileJit, "cuda: kernels as a string for NVRTC, host code as plain C++");
 
+  CommonOptions trainOpts;
+  TrainCommand tc;
+  std::string trainDevice = "auto";
+  CLI::App *trainCmd = app.add_subcommand("train", "train a cell or model on a generated task (truncated BPTT)");
+  addCommon(*trainCmd, trainOpts);
+  trainCmd->add_option("--task", tc.train.task, "adding, copy or text:PATH")->required();
+  trainCmd->add_option("--device", trainDevice, "auto, cpu or cuda")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  trainCmd->add_option("--batch", tc.train.batch, "B: sequences trained in parallel")->check(CLI::Range(int64_t(1), int64_t(1) << 20));
+  trainCmd->add_option("--bptt", tc.train.bptt, "T: steps per segment (truncated BPTT)")->check(CLI::Range(int64_t(1), int64_t(1) << 24));
+  trainCmd->add_option("--steps", tc.train.steps, "optimizer steps in all (a resumed run counts the steps before it)")
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 40));
+  trainCmd->add_option("--optimizer", tc.train.optimizer, "adam or sgd (with momentum)")->check(CLI::IsMember({"adam", "sgd"}));
+  trainCmd->add_option("--lr", tc.train.lr, "learning rate (default: adam 1e-3, sgd 0.1)")->check(CLI::PositiveNumber);
+  trainCmd->add_option("--momentum", tc.train.momentum, "sgd momentum")->check(CLI::Range(0.0, 1.0));
+  trainCmd->add_option("--clip", tc.train.clip, "clip the gradient's global L2 norm (0: off)")->check(CLI::NonNegativeNumber);
+  trainCmd->add_option("--seed", tc.train.seed, "seeds the initial params and the task's data");
+  trainCmd->add_option("--params", tc.params, "initial params (safetensors) instead of drawing them")->type_name("P.safetensors");
+  trainCmd->add_option("--save", tc.train.save, "write a checkpoint here (at the end, and every --save-every steps)")->type_name("CKPT");
+  trainCmd->add_option("--save-every", tc.train.save_every, "steps between checkpoints")->check(CLI::NonNegativeNumber);
+  trainCmd->add_option("--resume", tc.train.resume, "continue from this checkpoint")->type_name("CKPT");
+  trainCmd->add_option("--log", tc.train.log, "a CSV log: step, loss, metric, grad norm, lr, seconds")->type_name("FILE.csv");
+  trainCmd->add_flag("--quiet", tc.train.quiet, "no progress, only errors");
+
+  CommonOptions benchOpts;
+  BenchCommand bc;
+  std::string benchDevice = "auto";
+  CLI::App *benchCmd = app.add_subcommand("bench", "time forward + backward, optimized and -O0 side by side");
+  addCommon(*benchCmd, benchOpts);
+  benchCmd->add_option("--batch", bc.batch, "B")->required()->check(CLI::Range(int64_t(1), int64_t(1) << 20));
+  benchCmd->add_option("--seq", bc.seq, "T")->required()->check(CLI::Range(int64_t(1), int64_t(1) << 24));
+  benchCmd->add_option("--runs", bc.runs, "timed runs (the median is reported)")->check(CLI::Range(1, 100000));
+  benchCmd->add_option("--warmup", bc.warmup, "untimed runs first")->check(CLI::Range(0, 100000));
+  benchCmd->add_option("--device", benchDevice, "auto, cpu or cuda")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  benchCmd->add_flag("--json", bc.json, "print JSON");
+  benchCmd->add_flag("--no-baseline", bc.onlyOptimized, "skip the -O0 build");
+
   auto isCommand = [&](const std::string &name) {
     for (const CLI::App *sub : app.get_subcommands([](CLI::App *) { return true; }))
       if (sub->get_name() == name) return true;
@@ -300,7 +297,7 @@ int run(int argc, char **argv) {
       if (r) printSummary(*r->diags);
       return kExitUserError;
     }
-    const Elaboration *e = selectEntity(*r, runOpts);
+    const Elaboration *e = selectEntity(*r, runOpts.file, runOpts.entry);
     if (!e) return kExitUserError;
     std::optional<Graph> g;
     try {
@@ -324,7 +321,7 @@ int run(int argc, char **argv) {
       if (r) printSummary(*r->diags);
       return kExitUserError;
     }
-    const Elaboration *e = selectEntity(*r, compileOpts);
+    const Elaboration *e = selectEntity(*r, compileOpts.file, compileOpts.entry);
     if (!e) return kExitUserError;
     std::unique_ptr<Compilation> c;
     try {
@@ -346,6 +343,40 @@ int run(int argc, char **argv) {
     }
     return kExitOk;
   }
+  auto dimsOf = [](const CommonOptions &o, std::vector<DimOverride> &dims) {
+    for (const auto &d : o.defines) {
+      std::string error;
+      auto parsed = parseDimOverride(d, error);
+      if (!parsed) {
+        fmt::print(stderr, "rnnc: error: {}\n", error);
+        return false;
+      }
+      dims.push_back(*parsed);
+    }
+    return true;
+  };
+  auto cpuOnly = [](const std::string &device) {
+    if (device != "cuda") return true;
+    fmt::print(stderr, "rnnc: error: --device cuda needs the CUDA engine, which this build does not have yet; "
+                       "--device cpu runs the generated C++\n");
+    return false;
+  };
+  if (trainCmd->parsed()) {
+    if (!cpuOnly(trainDevice) || !timeParallelSupported(trainOpts) || !dimsOf(trainOpts, tc.dims)) return kExitUserError;
+    tc.file = trainOpts.file;
+    tc.entry = trainOpts.entry;
+    tc.optimize = !trainOpts.o0;
+    tc.color = ::isatty(STDERR_FILENO) && !std::getenv("NO_COLOR");
+    return trainCommand(tc);
+  }
+  if (benchCmd->parsed()) {
+    if (!cpuOnly(benchDevice) || !timeParallelSupported(benchOpts) || !dimsOf(benchOpts, bc.dims)) return kExitUserError;
+    if (benchOpts.o0) bc.onlyOptimized = false;
+    bc.file = benchOpts.file;
+    bc.entry = benchOpts.entry;
+    bc.color = ::isatty(STDERR_FILENO) && !std::getenv("NO_COLOR");
+    return benchCommand(bc);
+  }
   if (init->parsed()) {
     auto r = readFile(initOpts);
     if (!r || !r->ok()) {
@@ -353,7 +384,7 @@ int run(int argc, char **argv) {
       return kExitUserError;
     }
     printSummary(*r->diags);
-    const Elaboration *e = selectEntity(*r, initOpts);
+    const Elaboration *e = selectEntity(*r, initOpts.file, initOpts.entry);
     if (!e) return kExitUserError;
     return initParams(*e, initSeed, initOut);
   }
@@ -388,7 +419,7 @@ int run(int argc, char **argv) {
     std::string out;
     if (ast) out += dumpAST(r->program.root().module, r->sm);
     if (graphWanted) {
-      const Elaboration *e = selectEntity(*r, showOpts);
+      const Elaboration *e = selectEntity(*r, showOpts.file, showOpts.entry);
       if (!e) return kExitUserError;
       std::string dumps;
       PassObserver observe = [&](const std::string &pass, const Compilation &c, bool changed) {

@@ -165,12 +165,25 @@ def float_inputs(info):
 
 # ---------------------------------------------------------------- running rnnc
 
-class Runner:
-    """Runs `rnnc run` for one file with fixed dims, in a scratch directory."""
+def with_engine(extra, engine="interp"):
+    """extra, plus `--engine ENGINE` unless extra names an engine already: the
+    checks of test_torch_semantics, test_gradients and test_directional are
+    of the reference interpreter's semantics, whatever engine is rnnc's
+    default; test_compiled passes its own --engine."""
+    extra = list(extra)
+    if not any(a == "--engine" or a.startswith("--engine=") for a in extra):
+        extra += ["--engine", engine]
+    return extra
 
-    def __init__(self, rnnc, path, dims, workdir, extra=()):
-        self.rnnc, self.path, self.dims, self.extra = rnnc, path, dims, list(extra)
-        self.work = workdir
+
+class Runner:
+    """Runs `rnnc run` for one file with fixed dims, in a scratch directory:
+    with `--engine interp` unless extra has an --engine; env (a dict), when
+    given, is the environment of every rnnc it starts."""
+
+    def __init__(self, rnnc, path, dims, workdir, extra=(), env=None):
+        self.rnnc, self.path, self.dims, self.extra = rnnc, path, dims, with_engine(extra)
+        self.work, self.env = workdir, env
         self.n = 0
 
     def cmdline(self, params, inputs, states=None, grad=None, dtype="f64", out=None):
@@ -199,17 +212,17 @@ class Runner:
     def run(self, params, inputs, states=None, grad=None, dtype="f64"):
         """Returns a Result; raises Failure when rnnc does not exit 0."""
         cmd, out = self.cmdline(params, inputs, states, grad, dtype)
-        p = subprocess.run(cmd, capture_output=True, text=True)
+        p = subprocess.run(cmd, capture_output=True, text=True, env=self.env)
         if p.returncode != 0:
             raise Failure(f"rnnc exited {p.returncode}"
                           + (" (internal compiler error)" if p.returncode not in (0, 1) else "")
                           + f": {p.stderr.strip()}\n  command: {' '.join(cmd)}")
-        return Result(out)
+        return Result(out, cmd)
 
 
 class Result:
-    def __init__(self, out):
-        self.out = out
+    def __init__(self, out, cmd=None):
+        self.out, self.cmd = out, cmd  # cmd: the rnnc command line that wrote `out`
 
     def _load(self, *parts):
         f = os.path.join(self.out, *parts) + ".npy"

@@ -28,11 +28,15 @@ def write_safetensors(path, tensors):
 
 def run(rnnc, rnn, params, inputs, out, states=None, grads=None, dtype="f64", extra=()):
     """Runs rnnc; returns (returncode, stderr). params/inputs/states/grads are
-    dicts of numpy arrays; grads=None means no --grad, {} means --grad alone."""
+    dicts of numpy arrays; grads=None means no --grad, {} means --grad alone.
+    The engine is the reference interpreter (`--engine interp`) unless extra
+    names another."""
     os.makedirs(out, exist_ok=True)
     work = tempfile.mkdtemp(dir=out)
     pfile = os.path.join(work, "params.safetensors")
     write_safetensors(pfile, params)
+    if not any(a == "--engine" or a.startswith("--engine=") for a in extra):
+        extra = [*extra, "--engine", "interp"]
     cmd = [rnnc, "run", rnn, "--params", pfile, "--out", out, "--dtype", dtype, *extra]
     for kind, arrays in (("--input", inputs), ("--state", states or {})):
         for name, a in arrays.items():

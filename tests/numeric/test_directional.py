@@ -479,9 +479,11 @@ def forward_check(text, widths):
 
 # ---------------------------------------------------------------- the check
 
-def directional(rnnc, path, dims, seed, entry=None, T=T, B=B, check=None):
+def directional(rnnc, path, dims, seed, entry=None, T=T, B=B, check=None, engine=None, env=None):
     """Returns a note; raises nl.Failure on a mismatch. check(params, inputs,
-    states, result, T, B), when given, checks the forward results too."""
+    states, result, T, B), when given, checks the forward results too.
+    engine: rnnc's --engine (default interp; test_compiled checks `compiled`);
+    env: the environment of the rnnc runs (None: this process's)."""
     work = nl.scratch("dir")
     try:
         extra = ["--entry", entry] if entry else []
@@ -491,7 +493,7 @@ def directional(rnnc, path, dims, seed, entry=None, T=T, B=B, check=None):
             raise nl.Failure(f"rnnc show --params exited {p.returncode}: {p.stderr.strip()}")
         info = nl.Info(p.stdout)
         rng = np.random.default_rng(seed)
-        runner = nl.Runner(rnnc, path, dims, work, extra)
+        runner = nl.Runner(rnnc, path, dims, work, extra + ["--engine", engine or "interp"], env=env)
         params = nl.random_params(info, rng)
         inputs = nl.random_inputs(info, rng, T, B)
         first = runner.run(params, inputs)

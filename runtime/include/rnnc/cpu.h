@@ -23,14 +23,25 @@ template <class T> inline T sign(T x) { return x > T(0) ? T(1) : x < T(0) ? T(-1
 
 /// C[M][N] = alpha · op(A) · op(B) + beta · C, row-major; op transposes when asked.
 /// lda, ldb, ldc are the row lengths of A, B, C as stored.
+/// One row (a single sequence in a loop) is a matrix-vector product.
 inline void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, const float *B, float *C, float beta) {
   if (M <= 0 || N <= 0) return;
+  if (M == 1 && !ta) {
+    if (tb) cblas_sgemv(CblasRowMajor, CblasNoTrans, N, K, 1.0f, B, K, A, 1, beta, C, 1);
+    else cblas_sgemv(CblasRowMajor, CblasTrans, K, N, 1.0f, B, N, A, 1, beta, C, 1);
+    return;
+  }
   cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, 1.0f, A,
               ta ? M : K, B, tb ? K : N, beta, C, N);
 }
 inline void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const double *A, const double *B, double *C,
                  double beta) {
   if (M <= 0 || N <= 0) return;
+  if (M == 1 && !ta) {
+    if (tb) cblas_dgemv(CblasRowMajor, CblasNoTrans, N, K, 1.0, B, K, A, 1, beta, C, 1);
+    else cblas_dgemv(CblasRowMajor, CblasTrans, K, N, 1.0, B, N, A, 1, beta, C, 1);
+    return;
+  }
   cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, 1.0, A,
               ta ? M : K, B, tb ? K : N, beta, C, N);
 }
