@@ -128,7 +128,7 @@ std::string CPrinter::sweep(const Sweep &s, const std::string &indent) {
   std::string dst = rowPointer(in.store, 0);
   int64_t w = in.inWidth;
   if (in.op == Op::Sum || in.op == Op::Mean || in.op == Op::Mse) {
-    out += indent + "real acc = 0;\n" + elementLoop(w, indent);
+    out += indent + "real acc = 0;\n" + elementLoop(w, indent, "+ : acc");
     if (in.op == Op::Mse) out += fmt::format("{}const real d = {} - {};\n{}acc += d * d;\n", in2, x(0, "i"), x(1, "i"), in2);
     else out += fmt::format("{}acc += {};\n", in2, x(0, "i"));
     out += indent + "}\n";
@@ -136,9 +136,9 @@ std::string CPrinter::sweep(const Sweep &s, const std::string &indent) {
     return out;
   }
   // cross_entropy and softmax_minus_onehot: log-sum-exp over the logits.
-  out += indent + "real top = -INFINITY;\n" + elementLoop(w, indent);
+  out += indent + "real top = -INFINITY;\n" + elementLoop(w, indent, "max : top");
   out += fmt::format("{}top = {}(top, {});\n{}}}\n", in2, math("max"), x(0, "i"), indent);
-  out += indent + "real z = 0;\n" + elementLoop(w, indent);
+  out += indent + "real z = 0;\n" + elementLoop(w, indent, "+ : z");
   out += fmt::format("{}z += {}({} - top);\n{}}}\n", in2, math("exp"), x(0, "i"), indent);
   out += fmt::format("{}const int32_t target = {};\n", indent, x(1, "0"));
   if (in.op == Op::CrossEntropy) {

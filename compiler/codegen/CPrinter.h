@@ -43,8 +43,9 @@ protected:
   // Hooks of the target.
   virtual std::string fusedKernel(const KernelIR &k) = 0;
   virtual std::string libraryKernel(const KernelIR &k) = 0;
-  /// `for (int64_t i = 0; i < n; ++i) {` (CUDA: over the threads of a row).
-  virtual std::string elementLoop(int64_t n, const std::string &indent) const = 0;
+  /// `for (int64_t i = 0; i < n; ++i) {` (CUDA: over the threads of a row);
+  /// `reduction` names the accumulator and its operator ("+:acc", "max:top").
+  virtual std::string elementLoop(int64_t n, const std::string &indent, const std::string &reduction = "") const = 0;
   /// Name of a math function (`std::exp`, CUDA: `expf`/`exp` through overloads).
   virtual std::string math(const char *name) const { return std::string("std::") + name; }
 

@@ -182,7 +182,7 @@ std::string ModulePrinter::print() {
   out += "#include \"rnnc/cpu.h\"\n#include \"rnnc/model.h\"\n\n#include <algorithm>\n#include <cmath>\n#include <cstdint>\n\n";
   out += "namespace {\n\n#ifdef RNNC_REAL_DOUBLE\nusing real = double;\n#else\nusing real = float;\n#endif\n";
   out += "using namespace rnnc::cpu;\n\n";
-  out += "constexpr int64_t kParallelWork = 1 << 15; // element-ops in a launch worth a thread team\n\n";
+  out += "constexpr int64_t kParallelWork = 1 << 20; // element-ops in a launch worth a thread team\n\n";
   out += workspace() + "\n";
   for (const KernelIR &k : p_.kernels) out += kernels_.kernel(k) + "\n";
   out += forward() + "\n" + backward() + "\n" + readers() + "\n";

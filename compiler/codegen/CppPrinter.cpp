@@ -29,8 +29,19 @@ const char *elementType(const Buffer &b) { return b.index ? "int32_t" : "real"; 
 
 } // namespace
 
-std::string CppPrinter::elementLoop(int64_t n, const std::string &indent) const {
-  return fmt::format("{}for (int64_t i = 0; i < {}; ++i) {{\n", indent, n);
+/// Row pointers of distinct buffers or steps never overlap, so the element
+/// loop is declared free of dependences (GCC gives up on proving it past a
+/// handful of pointers).
+std::string CppPrinter::elementLoop(int64_t n, const std::string &indent, const std::string &reduction) const {
+  std::string clause = reduction.empty() ? "" : " reduction(" + reduction + ")";
+  return fmt::format("{}#pragma omp simd{}\n{}for (int64_t i = 0; i < {}; ++i) {{\n", indent, clause, indent, n);
+}
+
+/// exp and tanh vectorize through rnnc/cpu.h's fast_exp and fast_tanh.
+std::string CppPrinter::math(const char *name) const {
+  std::string n = name;
+  if (n == "exp" || n == "tanh") return "fast_" + n;
+  return "std::" + n;
 }
 
 static std::string signature(const KernelIR &k, bool usesP, bool usesG) {

@@ -14,7 +14,8 @@ public:
 protected:
   std::string fusedKernel(const KernelIR &k) override;
   std::string libraryKernel(const KernelIR &k) override;
-  std::string elementLoop(int64_t n, const std::string &indent) const override;
+  std::string elementLoop(int64_t n, const std::string &indent, const std::string &reduction = "") const override;
+  std::string math(const char *name) const override;
 };
 
 /// The whole <model>.cpp: kernels, workspace layout, forward, backward and

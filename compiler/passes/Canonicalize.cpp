@@ -7,7 +7,9 @@
 //    several constants in one Add/Mul become one; + 0 and * 1 are dropped; an
 //    Add/Mul left with one operand is replaced by it.
 // 4. CSE: nodes with the same op, inputs (and delays) and attributes merge.
-// 5. DCE: what no output and no loss reaches (over any edge) is removed.
+// 5. A sum of pads that tile their width (the adjoint of a split) becomes the
+//    concat of what they pad: no zeros are added.
+// 6. DCE: what no output and no loss reaches (over any edge) is removed.
 #include "passes/Canonicalize.h"
 
 #include "ir/Builder.h"
@@ -205,6 +207,36 @@ bool mergeDuplicates(Graph &g) {
   return changed;
 }
 
+bool padsToConcat(Graph &g) {
+  bool changed = false;
+  auto users = g.users();
+  for (NodeId id = 0; id < g.nodes.size(); ++id) {
+    Node &n = g.node(id);
+    if (n.dead || n.op != Op::Add || n.inputs.size() < 2) continue;
+    std::vector<std::pair<int64_t, Edge>> pieces; // (offset, what is padded)
+    bool tiles = true;
+    for (Edge e : n.inputs) {
+      const Node &pad = g.node(e.src);
+      tiles &= e.delay == 0 && pad.op == Op::Pad && pad.width == n.width && users[e.src].size() == 1;
+      if (!tiles) break;
+      pieces.push_back({pad.offset, pad.inputs[0]});
+    }
+    if (!tiles) continue;
+    std::sort(pieces.begin(), pieces.end(), [](const auto &a, const auto &b) { return a.first < b.first; });
+    int64_t at = 0;
+    for (const auto &[offset, e] : pieces) {
+      tiles &= offset == at;
+      at += g.node(e.src).width;
+    }
+    if (!tiles || at != n.width) continue;
+    n.op = Op::Concat;
+    n.inputs.clear();
+    for (const auto &[offset, e] : pieces) n.inputs.push_back(e);
+    changed = true;
+  }
+  return changed;
+}
+
 bool removeDead(Graph &g) {
   std::vector<bool> needed(g.nodes.size(), false);
   std::vector<NodeId> work;
@@ -240,6 +272,7 @@ bool canonicalize(Graph &g) {
     changed |= flatten(g);
     changed |= foldConstants(g);
     changed |= mergeDuplicates(g);
+    changed |= padsToConcat(g);
     changed |= removeDead(g);
     any |= changed;
     if (!changed) break;

@@ -67,6 +67,7 @@ class Shared:
         self.worst = {}  # label ("f64", "f32", "f64 -O0") -> (err, where)
         self.gen_accepted = self.gen_rejected = 0
         self.removed = False
+        self.failed = False  # a case failed: keep the generated cells
         atexit.register(self.remove)
 
     def note(self, label, err, where):
@@ -161,7 +162,11 @@ class Problem:
             {n: rng.normal(0.0, 1.0, (self.T, self.B, w)) for n, w in self.info.outputs}
 
     def runner(self, engine, opt=()):
-        return nl.Runner(self.rnnc, self.path, self.dims, self.work, self.extra + ["--engine", engine, *opt],
+        """A Runner of its own folder under work (a Runner numbers its runs from r1)."""
+        self.n = getattr(self, "n", 0) + 1
+        d = os.path.join(self.work, f"{self.n}-{engine}{''.join(opt)}")
+        os.makedirs(d)
+        return nl.Runner(self.rnnc, self.path, self.dims, d, self.extra + ["--engine", engine, *opt],
                          env=self.shared.env)
 
     def run(self, engine, dtype, opt=()):
@@ -183,7 +188,7 @@ def equal_check(rnnc, shared, name, path, dims, entry, seed, dtype, opt=(), text
 
     def fn():
         work = nl.scratch("compiled-" + name.replace("/", "-"))
-        keep = False
+        keep = True  # a failing case keeps its scratch folder, for the commands it prints
         try:
             pr = Problem(rnnc, path, dims, entry, seed, work, shared)
             ref = pr.run("interp", dtype)
@@ -191,19 +196,21 @@ def equal_check(rnnc, shared, name, path, dims, entry, seed, dtype, opt=(), text
             worst, at, bad = compare(ref, got, TOL[dtype], shared.cache)
             shared.note(label, worst, f"{name}: {at}")
             if bad:
-                keep = True
                 raise nl.Failure(
                     f"{pr.where()}, --dtype {dtype}{''.join(' ' + o for o in opt)}: the compiled engine differs "
                     f"from the interpreter:\n" + "\n".join(bad)
                     + f"\nreproduce (scratch kept in {work}):\n  {command(ref, shared.cache)}\n  "
                     + command(got, shared.cache) + (f"\n--- the cell:\n{text}" if text else ""))
+            keep = False
             return f"{len(npy_files(ref.out))} arrays, worst rel err {worst:.2g} ({at})"
         except nl.Failure as e:
-            if text and "--- the cell" not in str(e):
-                raise nl.Failure(f"{e}\n--- the cell ({path}):\n{text}")
-            raise
+            if "--- the cell" in str(e):
+                raise
+            raise nl.Failure(f"{e}\n(scratch kept in {work})" + (f"\n--- the cell ({path}):\n{text}" if text else ""))
         finally:
-            if not keep:
+            if keep:
+                shared.failed = True
+            else:
                 nl.cleanup(work)
     return fn
 
@@ -282,7 +289,8 @@ def cases(rnnc):
     def summary():
         n = shared.gen_accepted + shared.gen_rejected
         libs = shared.libraries()
-        nl.cleanup(gendir)
+        if not shared.failed:
+            nl.cleanup(gendir)
         shared.remove()
         worst = "; ".join(f"worst {label} {err:.2g} ({where})" for label, (err, where) in sorted(shared.worst.items()))
         msg = f"{libs} libraries compiled; {shared.gen_accepted} of {n} generated cells accepted; {worst}"
