@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Runs the numeric tests of rnnc's reference interpreter and backward:
+"""Runs the numeric tests of rnnc's reference interpreter (`rnnc run
+--engine interp`), its backward, and the compiled engine against it:
 
   test_torch_semantics.py  samples/lstm.rnn, gru.rnn (and charlm.rnn, embed,
                            cross_entropy, mse, hard_sigmoid) against numpy
@@ -8,6 +9,10 @@
                            differences (f64)
   test_directional.py      directional derivatives on every sample and on
                            randomly generated cells (f64)
+  test_compiled.py         `--engine compiled` (and -O0) equals the
+                           interpreter on every sample and on random cells,
+                           forward and backward, f64 and f32; its f64
+                           gradients against finite differences
 
 Usage: run_all.py [--rnnc PATH] [-j N] [-k SUBSTRING]
 Prints one line per case, then `N passed, M failed`; exits 1 on any failure.
@@ -28,6 +33,7 @@ except ImportError:
     print("0 passed, 1 failed")
     sys.exit(1)
 import numlib as nl  # noqa: E402
+import test_compiled  # noqa: E402
 import test_directional  # noqa: E402
 import test_gradients  # noqa: E402
 import test_torch_semantics  # noqa: E402
@@ -45,7 +51,7 @@ def main():
         print("0 passed, 1 failed")
         return 1
     cases = []
-    for mod in (test_torch_semantics, test_gradients, test_directional):
+    for mod in (test_torch_semantics, test_gradients, test_directional, test_compiled):
         cases += [c for c in mod.cases(rnnc) if args.k in c[0]]
     t0 = time.time()
     passed, failed = nl.run_cases(cases, workers=args.j)
