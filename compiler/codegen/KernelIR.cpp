@@ -412,7 +412,14 @@ bool ProgramBuilder::build(std::string &error) {
   }
 
   for (const GraphPort &in : g_.inputs) p_.inputs.push_back(port(in.name, in.value));
-  for (const GraphPort &out : g_.outputs) p_.outputs.push_back(port(out.name, out.value));
+  for (const GraphPort &out : g_.outputs) {
+    p_.outputs.push_back(port(out.name, out.value));
+    if (p_.outputs.back().buffer < 0) {
+      error = fmt::format("output {} is a {}, the same at every step: the compiled engines cannot yet return it "
+                          "(--engine interp can)", out.name, opMnemonic(g_.node(out.value.src).op));
+      return false;
+    }
+  }
   for (const auto &[name, id] : g_.states()) {
     PortIR s = port(name, Edge(id));
     s.depth = static_cast<int>(depths_.at(name));
