@@ -148,7 +148,7 @@ static nlohmann::json manifestOf(const Program &p, const SourceManager &sm, cons
   json buffers = json::array();
   for (const Buffer &b : p.buffers)
     buffers.push_back({{"name", b.name}, {"width", b.width}, {"pad_before", b.padBefore}, {"pad_after", b.padAfter},
-                       {"steps", b.fixed ? "none" : "T"}, {"dtype", b.index ? "int32" : "real"}, {"backward", b.backward}});
+                       {"steps", b.fixed ? "none" : b.stepLocal ? "one" : "T"}, {"dtype", b.index ? "int32" : "real"}, {"backward", b.backward}});
   m["buffers"] = buffers;
   return m;
 }

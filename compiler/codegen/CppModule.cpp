@@ -31,6 +31,7 @@ private:
 };
 
 std::string rowsOf(const Buffer &b) {
+  if (b.stepLocal) return "1";
   std::string r = b.fixed ? "" : "T";
   int64_t pad = b.padBefore + b.padAfter;
   if (pad) r += (r.empty() ? "" : " + ") + std::to_string(pad);
@@ -41,13 +42,13 @@ std::string ModulePrinter::workspace() {
   std::string out = "/// Every value that leaves its sweep, [padding + T + padding][B][width].\nstruct Workspace {\n";
   for (const Buffer &b : p_.buffers)
     out += fmt::format("  {} *{}; // [{}][B][{}]{}\n", b.index ? "int32_t" : "real", b.name, rowsOf(b), b.width,
-                       b.fixed ? ": the initial-state gradient" : "");
+                       b.fixed ? ": the initial-state gradient" : b.stepLocal ? ": one step, reused" : "");
   out += "  real loss_seed; // dL/d(loss at each step): 1 / (T·B), the loss is a mean\n};\n\n";
   out += "/// Carves the workspace from `base` (null: only measures). Returns its bytes, 0 when too large.\n";
   out += "int64_t layout(int64_t T, int64_t B, void *base, Workspace *ws) {\n  Carver c(base, T, B);\n";
   for (const Buffer &b : p_.buffers)
     out += fmt::format("  ws->{} = c.take<{}>({}, {}, {});\n", b.name, b.index ? "int32_t" : "real",
-                       b.fixed ? 0 : 1, b.padBefore + b.padAfter, b.width);
+                       b.fixed || b.stepLocal ? 0 : 1, b.stepLocal ? 1 : b.padBefore + b.padAfter, b.width);
   out += "  ws->loss_seed = real(1) / real(T * B);\n  return c.bytes();\n}\n";
   return out;
 }
@@ -55,7 +56,7 @@ std::string ModulePrinter::workspace() {
 std::string ModulePrinter::padding(bool backward) {
   std::string out;
   for (const Buffer &b : p_.buffers) {
-    if (b.backward != backward || b.fixed) continue;
+    if (b.backward != backward || b.fixed || b.stepLocal) continue;
     if (b.padBefore) out += fmt::format("  clear_rows(ws.{}, 0, {}, B, {});\n", b.name, b.padBefore, b.width);
     if (b.padAfter) out += fmt::format("  clear_rows(ws.{}, {} + T, {}, B, {});\n", b.name, b.padBefore, b.padAfter, b.width);
   }

@@ -19,6 +19,10 @@ namespace {
 
 /// `(r + 2 * B) * 256`-style offset of row r of buffer b read with `delay`.
 std::string rowOffset(const Buffer &b, int32_t delay, const std::string &row) {
+  if (b.stepLocal) { // one step's rows: row r of the launch is r - r0
+    if (row == "r0") return "0";
+    return b.width == 1 ? "(r - r0)" : fmt::format("(r - r0) * {}", b.width);
+  }
   int64_t shift = b.padBefore - delay;
   std::string r = shift == 0 ? row : shift == 1 ? fmt::format("({} + B)", row) : fmt::format("({} + {} * B)", row, shift);
   if (shift < 0) r = fmt::format("({} - {} * B)", row, -shift);

@@ -8,6 +8,8 @@
 //    later sweep, another launch, a later step, a port, the initial-state
 //    gradients) or a library call computes it; a buffer is padded by the
 //    largest delay it is read with before the first step and after the last.
+//    A value a loop writes and reads only within the same step (and nothing
+//    else reads) keeps one step's rows, reused every step.
 // 4. Operands: a value of the same sweep is a local, a stored one a load at
 //    t - delay, a param an element of the flat array, a constant a literal.
 #include "codegen/KernelIR.h"
@@ -53,6 +55,7 @@ private:
   bool emitLibraryCall(KernelIR &k, NodeId id, std::string &error);
   bool emitEpilogue(const std::string &state, NodeId id, std::string &error);
   void addEquations(KernelIR &k);
+  void markStepLocal();
   PortIR port(const std::string &name, const Edge &e);
   void padFor(NodeId src, int32_t delay, int64_t extraBefore = 0);
 
@@ -363,6 +366,32 @@ PortIR ProgramBuilder::port(const std::string &name, const Edge &e) {
   return port;
 }
 
+void ProgramBuilder::markStepLocal() {
+  std::vector<int> stageOf(g_.nodes.size(), -1);
+  for (size_t s = 0; s < c_.schedule.stages.size(); ++s)
+    for (NodeId id : c_.schedule.stages[s].nodes) stageOf[id] = static_cast<int>(s);
+  std::set<int> ports;
+  for (const auto *list : {&p_.inputs, &p_.outputs, &p_.states, &p_.seeds, &p_.inputGrads, &p_.stateGrads})
+    for (const PortIR &port : *list) ports.insert(port.buffer);
+  ports.insert(p_.lossBuffer);
+  std::set<NodeId> readLate; // read by the initial-state gradients
+  for (const auto &[name, id] : g_.grads.states)
+    for (const Edge &e : g_.node(id).inputs) readLate.insert(e.src);
+  auto users = g_.users();
+  for (size_t b = 0; b < p_.buffers.size(); ++b) {
+    Buffer &buf = p_.buffers[b];
+    NodeId id = buf.node;
+    int stage = stageOf[id];
+    if (buf.fixed || buf.input >= 0 || ports.count(static_cast<int>(b)) || readLate.count(id) || buf.padBefore ||
+        buf.padAfter || stage < 0 || !c_.schedule.stages[stage].loop)
+      continue;
+    bool local = true;
+    for (auto [user, slot] : users[id])
+      local &= stageOf[user] == stage && g_.node(user).inputs[slot].delay == 0;
+    buf.stepLocal = local;
+  }
+}
+
 bool ProgramBuilder::build(std::string &error) {
   p_.name = g_.name;
   layoutParams();
@@ -441,6 +470,7 @@ bool ProgramBuilder::build(std::string &error) {
   }
   for (const auto &[name, id] : g_.grads.states)
     if (!emitEpilogue(name, id, error)) return false;
+  markStepLocal();
   for (Buffer &b : p_.buffers)
     if (b.input >= 0 && b.index) b.padAfter = std::max<int64_t>(b.padAfter, 0);
   return true;

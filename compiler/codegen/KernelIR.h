@@ -28,6 +28,7 @@ struct Buffer {
   int64_t padBefore = 0, padAfter = 0;
   int input = -1; // the graph input (or seed, for backward) copied into it
   bool fixed = false; // no rows for steps 0..T-1: only the padding (initial-state gradients)
+  bool stepLocal = false; // written and read within one step of a loop: B rows, reused every step
 };
 
 /// A scalar read by a sweep: an earlier op of the same sweep, a load from a

@@ -116,7 +116,7 @@ def command(res, env_cache):
     return f"RNNC_CACHE={env_cache} " + " ".join(shlex.quote(a) for a in res.cmd)
 
 
-def compare(ref, got, tol, cache):
+def compare(ref, got, tol):
     """The files of two runs; returns (worst err, array, notes of mismatches)."""
     bad, worst, worst_at = [], 0.0, ""
     fa, fb = npy_files(ref.out), npy_files(got.out)
@@ -134,8 +134,8 @@ def compare(ref, got, tol, cache):
         if err > worst or not worst_at:
             worst, worst_at = err, f
         if not err <= tol:
-            bad.append(f"{f}.npy: rel err {err:.3g} > {tol:g}; worst at {list(i)}: interpreter {a[i]!r}, "
-                       f"compiled {b[i]!r} (max|interpreter| {float(np.max(np.abs(a))) if a.size else 0.0:.6g})")
+            bad.append(f"{f}.npy: rel err {err:.3g} > {tol:g}; worst at {list(i)}: interpreter {float(a[i])!r}, "
+                       f"compiled {float(b[i])!r} (max|interpreter| {float(np.max(np.abs(a))) if a.size else 0.0:.6g})")
     return worst, worst_at, bad
 
 
@@ -179,7 +179,8 @@ class Problem:
         d = f" with {' '.join(nl.dim_args(self.dims))}" if self.dims else ""
         e = f" --entry {self.entry}" if self.entry else ""
         obj = "--grad (the loss)" if self.use_loss else "--grad " + " ".join(f"{n}=DY" for n in self.dy)
-        return f"{os.path.relpath(self.path, nl.ROOT)}{e}{d}, T={self.T} B={self.B}, {obj}"
+        path = os.path.relpath(self.path, nl.ROOT) if self.path.startswith(nl.ROOT + os.sep) else self.path
+        return f"{path}{e}{d}, T={self.T} B={self.B}, {obj}"
 
 
 def equal_check(rnnc, shared, name, path, dims, entry, seed, dtype, opt=(), text=None):
@@ -193,7 +194,7 @@ def equal_check(rnnc, shared, name, path, dims, entry, seed, dtype, opt=(), text
             pr = Problem(rnnc, path, dims, entry, seed, work, shared)
             ref = pr.run("interp", dtype)
             got = pr.run("compiled", dtype, opt)
-            worst, at, bad = compare(ref, got, TOL[dtype], shared.cache)
+            worst, at, bad = compare(ref, got, TOL[dtype])
             shared.note(label, worst, f"{name}: {at}")
             if bad:
                 raise nl.Failure(

@@ -1,0 +1,49 @@
+#!/usr/bin/env python3
+"""Checks that every kernel of an emitted <model>.cpp carries its equations:
+
+    // NAME: what it is
+    //   FILE.rnn:LINE  <the text of that source line>
+    static void NAME(...
+
+usage: equations.py BUNDLE.cpp SOURCE.rnn
+Each `FILE.rnn:LINE  text` must name SOURCE's file name, and `text` must be
+SOURCE's line LINE (stripped). Prints `kernels: N, lines: L1 L2 ...` (the
+distinct source lines named, sorted).
+"""
+import os
+import re
+import sys
+
+cpp = open(sys.argv[1]).read().splitlines()
+src = open(sys.argv[2]).read().splitlines()
+base = os.path.basename(sys.argv[2])
+kernels = 0
+lines = set()
+for i, line in enumerate(cpp):
+    m = re.match(r"^static void (\w+)\(", line)
+    if not m:
+        continue
+    name = m.group(1)
+    kernels += 1
+    j = i - 1
+    eqs = []
+    while j >= 0 and cpp[j].startswith("//   "):
+        eqs.append(cpp[j])
+        j -= 1
+    if not eqs:
+        sys.exit(f"equations.py: kernel {name} has no equations comment")
+    if not cpp[j].startswith(f"// {name}: "):
+        sys.exit(f"equations.py: kernel {name}: expected '// {name}: ...' above its equations, got {cpp[j]!r}")
+    for e in eqs:
+        em = re.match(r"^//   (\S+):(\d+)  (.*)$", e)
+        if not em:
+            sys.exit(f"equations.py: kernel {name}: malformed equation line {e!r}")
+        f, n, text = em.group(1), int(em.group(2)), em.group(3)
+        if f != base:
+            sys.exit(f"equations.py: kernel {name}: names {f}, expected {base}")
+        if not (1 <= n <= len(src)) or src[n - 1].strip() != text:
+            sys.exit(f"equations.py: kernel {name}: {f}:{n} is {src[n - 1].strip() if 1 <= n <= len(src) else '(none)'!r}, comment says {text!r}")
+        lines.add(n)
+if kernels == 0:
+    sys.exit("equations.py: no kernels")
+print(f"kernels: {kernels}, lines: {' '.join(map(str, sorted(lines)))}")
