@@ -103,6 +103,7 @@ static nlohmann::json manifestOf(const Program &p, const SourceManager &sm, cons
   m["target"] = target;
   m["rnnc_version"] = RNNC_VERSION;
   m["source_hash"] = hash;
+  m["dims"] = p.dims;
   m["param_elements"] = p.paramElements;
   json params = json::array();
   for (const ParamSlot &s : p.params) params.push_back({{"name", s.name}, {"shape", s.shape}, {"offset", s.offset}});

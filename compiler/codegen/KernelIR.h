@@ -11,6 +11,7 @@
 #include "passes/Compilation.h"
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -120,6 +121,7 @@ struct PortIR {
 
 struct Program {
   std::string name;
+  std::map<std::string, int64_t> dims; // the file's dims after -D (for the manifest; set by the driver)
   std::vector<Buffer> buffers;
   std::vector<KernelIR> kernels;
   std::vector<StageIR> stages; // forward stages, then backward stages, in issue order

@@ -128,6 +128,7 @@ std::optional<codegen::Bundle> bundleOf(FrontendResult &r, const Elaboration &e,
     fmt::print(stderr, "rnnc: error: {}\n", error);
     return std::nullopt;
   }
+  program.dims = r.sema.dims;
   return codegen::printBundle(program, r.sm, "cpu");
 }
 

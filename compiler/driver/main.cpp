@@ -336,6 +336,7 @@ int run(int argc, char **argv) {
       fmt::print(stderr, "rnnc: error: {}\n", error);
       return kExitUserError;
     }
+    program.dims = r->sema.dims;
     codegen::Bundle bundle = codegen::printBundle(program, r->sm, compileTarget);
     if (!codegen::writeBundle(bundle, compileOut, error)) {
       fmt::print(stderr, "rnnc: error: {}\n", error);

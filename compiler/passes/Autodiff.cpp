@@ -150,8 +150,9 @@ void Differentiator::localDerivatives(NodeId n) {
     int64_t offset = 0;
     for (size_t i = 0; i < in.size(); ++i) {
       int64_t w = g_.node(in[i].src).width;
-      to(i, b_.slice(d, offset, w, loc_));
-      g_.node(g_.nodes.size() - 1).backward = true;
+      NodeId piece = b_.slice(d, offset, w, loc_);
+      g_.node(piece).backward = true;
+      contribute(in[i].src, in[i].delay, piece, w); // a piece, not a broadcast: no sum back
       offset += w;
     }
     break;

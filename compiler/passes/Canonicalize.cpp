@@ -9,7 +9,7 @@
 // 4. CSE: nodes with the same op, inputs (and delays) and attributes merge.
 // 5. A sum of pads that tile their width (the adjoint of a split) becomes the
 //    concat of what they pad: no zeros are added.
-// 6. DCE: what no output and no loss reaches (over any edge) is removed.
+// 6. DCE: what no output, loss or state reaches (over any edge) is removed.
 #include "passes/Canonicalize.h"
 
 #include "ir/Builder.h"
@@ -247,6 +247,7 @@ bool removeDead(Graph &g) {
   for (const GraphPort &i : g.grads.inputs) work.push_back(i.value.src);
   for (const auto &[name, id] : g.grads.params) work.push_back(id);
   for (const auto &[name, id] : g.grads.states) work.push_back(id);
+  for (const auto &[name, id] : g.states()) work.push_back(id); // final states are results too
   while (!work.empty()) {
     NodeId id = work.back();
     work.pop_back();

@@ -267,6 +267,7 @@ def gen_cases(rnnc, shared, k, gendir):
 def cases(rnnc):
     shared = Shared()
     gendir = nl.scratch("compiled-gen")
+    atexit.register(lambda: shared.failed or nl.cleanup(gendir))  # when -k leaves out compiled/summary
     out = []
     samples = sorted(os.path.join(nl.SAMPLES, f) for f in os.listdir(nl.SAMPLES) if f.endswith(".rnn"))
     for p in samples:

@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+"""Checks `rnnc bench --json` output read from stdin.
+
+usage: check_bench.py B T RUNS [--no-baseline]
+Prints `variants: optimized O0` (or `variants: optimized`) when every check
+holds: the sizes echoed, every timing positive and finite, tokens_per_s =
+B*T / fwd+bwd seconds, training_bytes = workspace + 4 * param_bytes,
+speedup_vs_O0 = O0's fwd+bwd time / the optimized one's.
+"""
+import json
+import math
+import sys
+
+B, T, runs = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+baseline = "--no-baseline" not in sys.argv
+d = json.load(sys.stdin)
+
+
+def fail(msg):
+    sys.exit(f"check_bench.py: {msg}\n{json.dumps(d, indent=2)}")
+
+
+def close(a, b):
+    return abs(a - b) <= 1e-9 * max(abs(a), abs(b))
+
+
+for key, want in (("batch", B), ("seq", T), ("runs", runs)):
+    if d.get(key) != want:
+        fail(f"{key} is {d.get(key)!r}, expected {want}")
+if not isinstance(d.get("model"), str) or not d["model"]:
+    fail("no model name")
+if not isinstance(d.get("threads"), int) or d["threads"] < 1:
+    fail("no thread count")
+variants = ["optimized", "O0"] if baseline else ["optimized"]
+for absent in ({"O0", "speedup_vs_O0"} if not baseline else set()):
+    if absent in d:
+        fail(f"--no-baseline, yet {absent!r} is there")
+for v in variants:
+    e = d.get(v)
+    if not isinstance(e, dict):
+        fail(f"no {v!r} entry")
+    for k in ("forward_ms", "fwdbwd_ms", "fwdbwd_ms_min", "tokens_per_s"):
+        if not isinstance(e.get(k), (int, float)) or not math.isfinite(e[k]) or e[k] <= 0:
+            fail(f"{v}.{k} is {e.get(k)!r}")
+    for k in ("workspace_bytes", "param_bytes", "training_bytes"):
+        if not isinstance(e.get(k), int) or e[k] <= 0:
+            fail(f"{v}.{k} is {e.get(k)!r}")
+    if e["fwdbwd_ms_min"] > e["fwdbwd_ms"]:
+        fail(f"{v}: the minimum fwd+bwd time exceeds the median")
+    if not close(e["tokens_per_s"], B * T / (e["fwdbwd_ms"] / 1000)):
+        fail(f"{v}.tokens_per_s is not B*T per fwd+bwd second")
+    if e["training_bytes"] != e["workspace_bytes"] + 4 * e["param_bytes"]:
+        fail(f"{v}.training_bytes is not workspace + 4 * params")
+if baseline:
+    if d["optimized"]["param_bytes"] != d["O0"]["param_bytes"]:
+        fail("the two variants have different params")
+    if not isinstance(d.get("speedup_vs_O0"), (int, float)) or \
+            not close(d["speedup_vs_O0"], d["O0"]["fwdbwd_ms"] / d["optimized"]["fwdbwd_ms"]):
+        fail("speedup_vs_O0 is not O0.fwdbwd_ms / optimized.fwdbwd_ms")
+print(f"model {d['model']}, param_bytes {d['optimized']['param_bytes']}")
+print("variants: " + " ".join(variants))
