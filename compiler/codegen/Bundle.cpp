@@ -4,6 +4,7 @@
 #include "io/Array.h"
 
 #include <filesystem>
+#include <set>
 #include <fmt/format.h>
 
 namespace rnnc::codegen {
@@ -126,9 +127,10 @@ static nlohmann::json manifestOf(const Program &p, const SourceManager &sm, cons
   m["input_grads"] = ports(p.inputGrads, false);
   auto lines = [&](const KernelIR &k) {
     json a = json::array();
+    std::set<std::string> seen;
     for (const SourceRange &r : k.equations) {
-      std::string file = sm.name(r.begin.file);
-      a.push_back(fmt::format("{}:{}", file, sm.lineCol(r.begin).line));
+      std::string line = fmt::format("{}:{}", sm.name(r.begin.file), sm.lineCol(r.begin).line);
+      if (seen.insert(line).second) a.push_back(line);
     }
     return a;
   };
@@ -144,6 +146,12 @@ static nlohmann::json manifestOf(const Program &p, const SourceManager &sm, cons
     for (int k : s.kernels) names.push_back(p.kernels[k].name);
     stages.push_back({{"loop", s.loop}, {"direction", s.direction}, {"backward", s.backward}, {"stream", s.stream},
                       {"kernels", names}});
+  }
+  if (!p.epilogue.empty()) {
+    json names = json::array();
+    for (int k : p.epilogue) names.push_back(p.kernels[k].name);
+    stages.push_back({{"loop", false}, {"direction", 1}, {"backward", true}, {"stream", 0},
+                      {"initial_state_gradients", true}, {"kernels", names}});
   }
   m["stages"] = stages;
   json buffers = json::array();

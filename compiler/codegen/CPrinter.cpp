@@ -15,8 +15,10 @@ std::string CPrinter::literal(double v) {
 
 std::string CPrinter::equationsComment(const KernelIR &k, const std::string &indent) const {
   std::string out;
+  std::set<std::pair<uint32_t, uint32_t>> lines; // one per source line
   for (const SourceRange &r : k.equations) {
     LineCol lc = sm_.lineCol(r.begin);
+    if (!lines.insert({r.begin.file, lc.line}).second) continue;
     std::string_view line = sm_.lineText(r.begin);
     size_t start = line.find_first_not_of(" \t");
     line = start == std::string_view::npos ? std::string_view() : line.substr(start);

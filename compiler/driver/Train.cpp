@@ -25,6 +25,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <thread>
+#include <unistd.h>
 #include <random>
 #include <set>
 
@@ -193,6 +194,10 @@ bool loadForTask(const std::string &path, const std::vector<DimOverride> &dims, 
   if (hasLoss || task.empty()) return true;
   int64_t vocabulary = 0;
   if (task.rfind("text:", 0) == 0) {
+    if (task.size() == 5) {
+      fmt::print(stderr, "rnnc: error: --task text: needs the path of a text file: --task text:PATH\n");
+      return false;
+    }
     vocabulary = vocabularyOf(task.substr(5));
     if (vocabulary < 0) return false;
     if (vocabulary < 2) {
@@ -258,6 +263,22 @@ struct Timing {
 
 /// Forward alone and forward + backward of m, `runs` times after `warmup`.
 std::optional<Timing> timeModel(const rnnc_model &m, const Elaboration &e, int64_t T, int64_t B, int runs, int warmup) {
+  Timing t;
+  t.workspaceBytes = m.workspace_bytes(T, B);
+  if (t.workspaceBytes <= 0) {
+    fmt::print(stderr, "rnnc: error: --batch {} --seq {}: the workspace would be too large\n", B, T);
+    return std::nullopt;
+  }
+  // Inputs and seeds too, all checked against the machine before anything is allocated.
+  double bytes = static_cast<double>(t.workspaceBytes);
+  for (int32_t k = 0; k < m.n_inputs; ++k) bytes += 4.0 * T * B * (m.inputs[k].is_index ? 1 : m.inputs[k].shape[0]);
+  for (int32_t k = 0; k < m.n_seeds; ++k) bytes += 4.0 * T * B * m.seeds[k].shape[0];
+  double physical = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGE_SIZE));
+  if (physical > 0 && bytes > physical) {
+    fmt::print(stderr, "rnnc: error: --batch {} --seq {}: the run needs {:.1f} GB, the machine has {:.1f} GB\n", B, T,
+               bytes / 1e9, physical / 1e9);
+    return std::nullopt;
+  }
   std::vector<float> params;
   if (!flatParams(m, initialParams(e, 1), "the initial params", params)) return std::nullopt;
   std::mt19937_64 rng(2);
@@ -283,12 +304,6 @@ std::optional<Timing> timeModel(const rnnc_model &m, const Elaboration &e, int64
     auto &v = dense.emplace_back(static_cast<size_t>(T * B * m.seeds[k].shape[0]));
     for (auto &x : v) x = normal(rng);
     seeds.push_back(v.data());
-  }
-  Timing t;
-  t.workspaceBytes = m.workspace_bytes(T, B);
-  if (t.workspaceBytes <= 0) {
-    fmt::print(stderr, "rnnc: error: --batch {} --seq {}: the workspace would be too large\n", B, T);
-    return std::nullopt;
   }
   std::unique_ptr<void, void (*)(void *)> ws(std::aligned_alloc(64, static_cast<size_t>((t.workspaceBytes + 63) / 64 * 64)),
                                              std::free);

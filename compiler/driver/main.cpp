@@ -17,6 +17,7 @@
 #include "support/Crash.h"
 
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <cstdlib>
 #include <fmt/format.h>
 #include <new>
@@ -195,7 +196,16 @@ int run(int argc, char **argv) {
   trainCmd->add_option("--steps", tc.train.steps, "optimizer steps in all (a resumed run counts the steps before it)")
       ->check(CLI::Range(int64_t(1), int64_t(1) << 40));
   trainCmd->add_option("--optimizer", tc.train.optimizer, "adam or sgd (with momentum)")->check(CLI::IsMember({"adam", "sgd"}));
-  trainCmd->add_option("--lr", tc.train.lr, "learning rate (default: adam 1e-3, sgd 0.1)")->check(CLI::PositiveNumber);
+  // A plain message for a bad rate (CLI11's range check prints DBL_MAX in full).
+  CLI::Validator positiveRate(
+      [](std::string &text) -> std::string {
+        char *end = nullptr;
+        double v = std::strtod(text.c_str(), &end);
+        if (text.empty() || *end || !std::isfinite(v) || v <= 0) return "expected a positive number, got '" + text + "'";
+        return "";
+      },
+      "X > 0");
+  trainCmd->add_option("--lr", tc.train.lr, "learning rate (default: adam 1e-3, sgd 0.1)")->check(positiveRate);
   trainCmd->add_option("--momentum", tc.train.momentum, "sgd momentum")->check(CLI::Range(0.0, 1.0));
   trainCmd->add_option("--clip", tc.train.clip, "clip the gradient's global L2 norm (0: off)")->check(CLI::NonNegativeNumber);
   trainCmd->add_option("--seed", tc.train.seed, "seeds the initial params and the task's data");
@@ -311,7 +321,11 @@ int run(int argc, char **argv) {
   }
   if (compileCmd->parsed()) {
     if (!timeParallelSupported(compileOpts)) return kExitUserError;
-    if (compileTarget == "cuda" || compileJit) {
+    if (compileJit && compileTarget == "cpu") {
+      fmt::print(stderr, "rnnc: error: --jit goes with --target cuda (it puts the CUDA kernels in a string for NVRTC)\n");
+      return kExitUserError;
+    }
+    if (compileTarget == "cuda") {
       fmt::print(stderr, "rnnc: error: --target cuda{} is not available in this build yet; --target cpu is\n",
                  compileJit ? " --jit" : "");
       return kExitUserError;

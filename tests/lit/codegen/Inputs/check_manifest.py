@@ -19,10 +19,11 @@ def expect(what, got, want):
         sys.exit(f"check_manifest.py: {what}: got {got!r}, expected {want!r}")
 
 
-for key in ("model", "symbol", "target", "rnnc_version", "source_hash", "params", "param_elements", "inputs",
+for key in ("dims", "model", "symbol", "target", "rnnc_version", "source_hash", "params", "param_elements", "inputs",
             "outputs", "states", "loss", "seeds", "input_grads", "kernels", "stages", "buffers"):
     if key not in m:
         sys.exit(f"check_manifest.py: no key {key!r} (keys: {sorted(m)})")
+expect("dims", m["dims"], {"I": 64, "H": 128})
 expect("model", m["model"], "LSTM")
 expect("symbol", m["symbol"], "rnnc_model_LSTM")
 expect("target", m["target"], "cpu")
