@@ -104,13 +104,15 @@ std::optional<std::string> wrapperText(const FrontendResult &r, const Elaboratio
 
 /// Lowered, differentiated, scheduled and printed for the CPU; null after
 /// printing why not.
-std::optional<codegen::Bundle> bundleOf(FrontendResult &r, const Elaboration &e, bool optimize, bool backward) {
+std::optional<codegen::Bundle> bundleOf(FrontendResult &r, const Elaboration &e, bool optimize, bool backward,
+                                        bool inputGrads) {
   std::optional<Graph> g;
   Compilation c;
   try {
     g = lowerToGraph(e, *r.diags);
     if (g && backward) {
       Objective objective = defaultObjective(*g);
+      objective.inputGrads = inputGrads;
       if ((objective.loss || !objective.outputs.empty()) && !differentiate(*g, objective, *r.diags)) g.reset();
     }
     if (g) {
@@ -230,7 +232,7 @@ int trainCommand(const TrainCommand &c) {
   Loaded loaded;
   if (!loadForTask(c.file, c.dims, c.entry, c.color, c.train.task, loaded)) return 1;
   FrontendResult &r = loaded.wrapper ? *loaded.wrapper : *loaded.file;
-  auto bundle = bundleOf(r, *loaded.entity, c.optimize, true);
+  auto bundle = bundleOf(r, *loaded.entity, c.optimize, true, /*inputGrads=*/false); // training needs no dL/dx
   if (!bundle) return 1;
   const rnnc_model *m = load(*bundle);
   if (!m) return 1;
@@ -356,7 +358,8 @@ int benchCommand(const BenchCommand &c) {
   if (!c.onlyOptimized) variants.push_back({"O0", false});
   std::map<std::string, Timing> timings;
   for (const auto &[label, optimize] : variants) {
-    auto bundle = bundleOf(r, *loaded.entity, optimize, true);
+    // The inputs' gradients too, as torch's backward and oneDNN's diff_src compute them.
+    auto bundle = bundleOf(r, *loaded.entity, optimize, true, /*inputGrads=*/true);
     if (!bundle) return 1;
     const rnnc_model *m = load(*bundle);
     if (!m) return 1;

@@ -215,6 +215,7 @@ bool Differentiator::run(const Objective &objective, DiagnosticEngine &diags) {
   for (NodeId id = 0; id < forwardNodes; ++id) {
     const Node &n = g_.node(id);
     if (!needed[id] || n.dead || n.op == Op::Const || n.isIndex) continue;
+    if (n.op == Op::Input && !objective.inputGrads) continue;
     Node sum{Op::Add, n.width, false, {}, {}, 0, 0, n.name.empty() ? "" : "d" + n.name, n.locs, false, true};
     g_.nodes.push_back(std::move(sum)); // inputs come in step 4
     adjoint_[id] = static_cast<NodeId>(g_.nodes.size() - 1);

@@ -20,6 +20,8 @@ namespace rnnc {
 struct Objective {
   std::vector<std::string> outputs;
   bool loss = false;
+  /// Gradients of the inputs too (`rnnc run --grad`); training does not need them.
+  bool inputGrads = true;
 };
 
 /// Returns false after reporting a user error (an output that cannot be
