@@ -247,7 +247,11 @@ bool removeDead(Graph &g) {
   for (const GraphPort &i : g.grads.inputs) work.push_back(i.value.src);
   for (const auto &[name, id] : g.grads.params) work.push_back(id);
   for (const auto &[name, id] : g.grads.states) work.push_back(id);
-  for (const auto &[name, id] : g.states()) work.push_back(id); // final states are results too
+  // Final states are results too: a state stays with what reads it (the read
+  // is what makes it a state), even when no output depends on it.
+  for (NodeId id = 0; id < g.nodes.size(); ++id)
+    for (const Edge &e : g.node(id).inputs)
+      if (!g.node(id).dead && !g.node(id).backward && e.delay > 0) work.push_back(id);
   while (!work.empty()) {
     NodeId id = work.back();
     work.pop_back();
