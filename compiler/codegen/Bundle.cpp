@@ -47,8 +47,8 @@ std::string abiTable(const Program &p) {
   if (p.params.empty()) out += "constexpr const rnnc_tensor *kParams = nullptr;\n";
   else out += "const rnnc_tensor kParams[] = {\n";
   for (const ParamSlot &s : p.params)
-    out += fmt::format("    {{{}, {}, {{{}, {}}}, {}, 0, 0}},\n", quoted(s.name), s.shape.size(), s.shape[0],
-                       s.shape.size() > 1 ? s.shape[1] : 0, s.offset);
+    out += fmt::format("    {{{}, {}, {{{}, {}}}, {}, 0, 0, {}, {}}},\n", quoted(s.name), s.shape.size(), s.shape[0],
+                       s.shape.size() > 1 ? s.shape[1] : 0, s.offset, s.initNormal ? 1 : 0, s.initScale);
   if (!p.params.empty()) out += "};\n";
   out += tensorTable("kInputs", p.inputs) + tensorTable("kOutputs", p.outputs) + tensorTable("kStates", p.states) +
          tensorTable("kSeeds", p.seeds) + tensorTable("kInputGrads", p.inputGrads);
@@ -107,7 +107,11 @@ static nlohmann::json manifestOf(const Program &p, const SourceManager &sm, cons
   m["dims"] = p.dims;
   m["param_elements"] = p.paramElements;
   json params = json::array();
-  for (const ParamSlot &s : p.params) params.push_back({{"name", s.name}, {"shape", s.shape}, {"offset", s.offset}});
+  for (const ParamSlot &s : p.params) {
+    json e = {{"name", s.name}, {"shape", s.shape}, {"offset", s.offset}};
+    if (s.initScale > 0) e["init"] = {{"distribution", s.initNormal ? "normal" : "uniform"}, {"scale", s.initScale}};
+    params.push_back(e);
+  }
   m["params"] = params;
   auto ports = [](const std::vector<PortIR> &list, bool states) {
     json a = json::array();

@@ -107,6 +107,8 @@ struct ParamSlot {
   std::vector<int64_t> shape;
   int64_t offset = 0;
   int64_t elements = 0;
+  bool initNormal = false; // how `rnnc init` draws it (set by the driver; scale 0: unknown)
+  double initScale = 0;
 };
 
 struct PortIR {

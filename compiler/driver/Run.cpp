@@ -3,6 +3,7 @@
 #include "codegen/Bundle.h"
 #include "driver/Engine.h"
 #include "passes/Pipeline.h"
+#include "rnnc/init.h"
 
 #include "interp/Interpreter.h"
 #include "io/Npy.h"
@@ -281,7 +282,7 @@ int runGraph(Graph g, const RunOptions &o) {
   }
 }
 
-std::vector<io::Tensor> initialParams(const Elaboration &e, uint64_t seed) {
+std::map<std::string, InitRule> initRules(const Elaboration &e) {
   // Each param of a cell instance: uniform in ±1/sqrt(H), H the width of the
   // cell's first output (torch's rule for its recurrent cells). A model's own
   // params: an embedding table N(0, 1) (torch.nn.Embedding); a matrix
@@ -308,6 +309,29 @@ std::vector<io::Tensor> initialParams(const Elaboration &e, uint64_t seed) {
     for (const auto &[stmt, child] : inst.children) visit(*child);
   };
   visit(*e.tree);
+  std::map<std::string, InitRule> rules;
+  for (const ElaboratedParam &p : e.params) {
+    int64_t fanIn = p.shape.size() == 2 ? *p.shape[1] : *p.shape[0];
+    InitRule r;
+    r.normal = tables.count(p.name) > 0;
+    r.scale = r.normal ? 1.0 : bound.count(p.name) ? bound.at(p.name) : 1.0 / std::sqrt(static_cast<double>(fanIn));
+    rules[p.name] = r;
+  }
+  return rules;
+}
+
+void describeForBundle(const std::map<std::string, int64_t> &dims, const Elaboration &e, codegen::Program &p) {
+  p.dims = dims;
+  auto rules = initRules(e);
+  for (codegen::ParamSlot &s : p.params)
+    if (auto it = rules.find(s.name); it != rules.end()) {
+      s.initNormal = it->second.normal;
+      s.initScale = it->second.scale;
+    }
+}
+
+std::vector<io::Tensor> initialParams(const Elaboration &e, uint64_t seed) {
+  auto rules = initRules(e);
   std::mt19937_64 rng(seed);
   std::vector<io::Tensor> tensors;
   for (const ElaboratedParam &p : e.params) {
@@ -319,16 +343,9 @@ std::vector<io::Tensor> initialParams(const Elaboration &e, uint64_t seed) {
       t.array.shape.push_back(*d);
       numel *= *d;
     }
-    double b = bound.count(p.name) ? bound.at(p.name)
-                                   : 1.0 / std::sqrt(static_cast<double>(t.array.shape.size() == 2 ? t.array.shape[1] : t.array.shape[0]));
     t.array.data.resize(static_cast<size_t>(numel));
-    if (tables.count(p.name)) {
-      std::normal_distribution<double> normal(0.0, 1.0);
-      for (double &v : t.array.data) v = normal(rng);
-    } else {
-      std::uniform_real_distribution<double> uniform(-b, b);
-      for (double &v : t.array.data) v = uniform(rng);
-    }
+    const InitRule &r = rules.at(p.name);
+    rt::drawParam(rng, r.normal, r.scale, numel, t.array.data.data());
     tensors.push_back(std::move(t));
   }
   return tensors;

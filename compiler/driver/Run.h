@@ -5,6 +5,7 @@
 #pragma once
 
 #include "frontend/Sema.h"
+#include "codegen/KernelIR.h"
 #include "io/Array.h"
 #include "ir/Graph.h"
 
@@ -30,6 +31,19 @@ struct RunOptions {
 /// Runs `g` (lowered, not yet differentiated); prints one-line errors; returns
 /// the exit code.
 int runGraph(Graph g, const RunOptions &o);
+
+/// How `rnnc init` draws a param: N(0, scale²) when normal, else U(±scale).
+struct InitRule {
+  bool normal = false;
+  double scale = 0;
+};
+
+/// The rule of every param of e, by full name (see initialParams).
+std::map<std::string, InitRule> initRules(const Elaboration &e);
+
+/// What a bundle's manifest and param table say beyond the graph: the file's
+/// dims and how `rnnc init` draws each param.
+void describeForBundle(const std::map<std::string, int64_t> &dims, const Elaboration &e, codegen::Program &p);
 
 /// Params drawn with `seed`, in declaration order (float32): cell params
 /// U(±1/sqrt(H)), embedding tables N(0, 1), a model's other params by fan-in.

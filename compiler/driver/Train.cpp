@@ -131,7 +131,7 @@ std::optional<codegen::Bundle> bundleOf(FrontendResult &r, const Elaboration &e,
     fmt::print(stderr, "rnnc: error: {}\n", error);
     return std::nullopt;
   }
-  program.dims = r.sema.dims;
+  describeForBundle(r.sema.dims, e, program);
   return codegen::printBundle(program, r.sm, "cpu");
 }
 

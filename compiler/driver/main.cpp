@@ -350,7 +350,7 @@ int run(int argc, char **argv) {
       fmt::print(stderr, "rnnc: error: {}\n", error);
       return kExitUserError;
     }
-    program.dims = r->sema.dims;
+    describeForBundle(r->sema.dims, *e, program);
     codegen::Bundle bundle = codegen::printBundle(program, r->sm, compileTarget);
     if (!codegen::writeBundle(bundle, compileOut, error)) {
       fmt::print(stderr, "rnnc: error: {}\n", error);

@@ -9,7 +9,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <random>
 #include <string>
 
 int main(int argc, char **argv) {
@@ -17,10 +16,8 @@ int main(int argc, char **argv) {
   const int steps = argc > 1 ? std::atoi(argv[1]) : 300;
   AddingLSTMModel model(T, B);
 
-  // Params: uniform in ±1/sqrt(H) for the LSTM (torch's rule), ±1/sqrt(64) for the readout.
-  std::mt19937_64 rng(0);
-  std::uniform_real_distribution<float> uniform(-0.125f, 0.125f);
-  for (float &p : model.params) p = uniform(rng);
+  // Params as `rnnc init --seed 0` draws them: the bundle's param table says how.
+  model.initParams(0);
 
   std::string error;
   auto task = rnnc::rt::makeTask("adding", model.model(), T, B, /*seed=*/0, error);

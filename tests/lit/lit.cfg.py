@@ -13,6 +13,7 @@ config.test_exec_root = os.path.join(config.rnnc_bin_dir, "tests", "lit")
 config.substitutions.append(("%rnnc", os.path.join(config.rnnc_bin_dir, "rnnc")))
 config.substitutions.append(("%python", config.python))
 config.substitutions.append(("%samples", os.path.join(config.rnnc_src_dir, "samples")))
+config.substitutions.append(("%runtime", os.path.join(config.rnnc_src_dir, "runtime")))
 config.substitutions.append(("FileCheck", config.filecheck))
 # Set when the build is instrumented by a sanitizer (see bad-input/Inputs/expect.py).
 if "RNNC_SANITIZER" in os.environ:

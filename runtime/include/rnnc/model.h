@@ -29,6 +29,8 @@ typedef struct rnnc_tensor {
   int64_t offset;     /* params: first element in the flat param array */
   int32_t is_index;   /* inputs: an index input, values in [0, shape[0]) */
   int32_t depth;      /* states: steps before the first that it reads (k of h[t-k]) */
+  int32_t init_normal; /* params: drawn from N(0, init_scale^2), else U(-init_scale, init_scale) */
+  double init_scale;   /* params: 0 when the bundle does not say (runtime/include/rnnc/init.h) */
 } rnnc_tensor;
 
 typedef struct rnnc_model {

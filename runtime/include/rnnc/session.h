@@ -48,6 +48,9 @@ public:
   void readOutput(int k, float *out) const { m_.read_output(ws_.get(), T_, B_, k, out); }
   void readFinalState(int k, float *out) const { m_.read_final_state(ws_.get(), T_, B_, k, out); }
 
+  /// Params drawn as `rnnc init --seed S` draws them (rnnc/init.h; links rnnc_runtime).
+  void initParams(uint64_t seed);
+
   /// The param called `name` (null if none).
   float *param(const std::string &name) {
     for (int32_t i = 0; i < m_.n_params; ++i)
@@ -67,3 +70,7 @@ private:
 };
 
 } // namespace rnnc
+
+#include "rnnc/init.h"
+
+inline void rnnc::Session::initParams(uint64_t seed) { rt::initParams(m_, seed, params.data()); }
