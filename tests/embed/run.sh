@@ -12,4 +12,4 @@ if command -v ninja >/dev/null; then generator=(-G Ninja); fi
 cmake -S "$root/samples/embed" -B "$build" "${generator[@]}" -DRNNC="$rnnc" -DRNNC_SOURCE_DIR="$root" > "$build.configure.log" 2>&1 ||
   { cat "$build.configure.log"; exit 1; }
 cmake --build "$build"
-"$build/train_adding" 200
+"$build/train_adding" 300
