@@ -3,6 +3,8 @@
 #include "codegen/CppPrinter.h"
 #include "io/Array.h"
 
+#include "rnnc/checkpoint.h"
+
 #include <filesystem>
 #include <set>
 #include <fmt/format.h>
@@ -13,14 +15,7 @@ namespace {
 
 constexpr const char *kHashPlaceholder = "@RNNC_SOURCE_HASH@";
 
-std::string fnv1a(const std::string &s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return fmt::format("{:016x}", h);
-}
+std::string fnv1a(const std::string &s) { return fmt::format("{:016x}", rt::fnv1a(s.data(), s.size())); }
 
 std::string quoted(const std::string &s) { return nlohmann::json(s).dump(); }
 

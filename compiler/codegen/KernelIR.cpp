@@ -51,6 +51,8 @@ private:
   void markStored();
   int bufferOf(NodeId id);
   Operand operand(const Edge &e, int sweepOf, const std::map<NodeId, int> &locals, bool scalarWanted);
+  /// The op of node id at element i, its operands read from `sweep`'s locals.
+  Instr instr(NodeId id, int sweep, Sweep::Kind kind, const std::map<NodeId, int> &locals);
   void emitSweeps(KernelIR &k, const Kernel &launch);
   bool emitLibraryCall(KernelIR &k, NodeId id, std::string &error);
   bool emitEpilogue(const std::string &state, NodeId id, std::string &error);
@@ -210,6 +212,24 @@ Operand ProgramBuilder::operand(const Edge &e, int sweep, const std::map<NodeId,
   return o;
 }
 
+Instr ProgramBuilder::instr(NodeId id, int sweep, Sweep::Kind kind, const std::map<NodeId, int> &locals) {
+  const Node &n = g_.node(id);
+  Instr in;
+  in.op = n.op;
+  in.node = id;
+  in.width = n.width;
+  in.offset = n.offset;
+  in.inWidth = n.inputs.empty() ? 1 : g_.node(n.inputs[0].src).width;
+  for (const Edge &e : n.inputs) {
+    // A width-1 value read by a map op is broadcast (a concat's pieces are not).
+    bool scalar = (kind == Sweep::Kind::Map && g_.node(e.src).width == 1 && n.op != Op::Concat) || n.op == Op::Broadcast;
+    in.args.push_back(operand(e, sweep, locals, scalar));
+    if (n.op == Op::Concat) in.pieces.push_back(g_.node(e.src).width);
+  }
+  if (n.op == Op::Embed) in.paramOffset = paramOffset_.at(n.params[0]);
+  return in;
+}
+
 void ProgramBuilder::emitSweeps(KernelIR &k, const Kernel &launch) {
   int current = -1;
   std::map<NodeId, int> locals;
@@ -225,19 +245,7 @@ void ProgramBuilder::emitSweeps(KernelIR &k, const Kernel &launch) {
       k.sweeps.push_back(sw);
     }
     Sweep &sw = k.sweeps.back();
-    Instr in;
-    in.op = n.op;
-    in.node = id;
-    in.width = n.width;
-    in.offset = n.offset;
-    in.inWidth = n.inputs.empty() ? 1 : g_.node(n.inputs[0].src).width;
-    for (const Edge &e : n.inputs) {
-      bool scalar = sw.kind == Sweep::Kind::Map && g_.node(e.src).width == 1 && n.op != Op::Concat;
-      if (n.op == Op::Broadcast) scalar = true;
-      in.args.push_back(operand(e, s, locals, scalar));
-      if (n.op == Op::Concat) in.pieces.push_back(g_.node(e.src).width);
-    }
-    if (n.op == Op::Embed) in.paramOffset = paramOffset_.at(n.params[0]);
+    Instr in = instr(id, s, sw.kind, locals);
     in.store = stored_[id] ? bufferOf(id) : -1;
     locals[id] = static_cast<int>(sw.body.size());
     sw.body.push_back(std::move(in));
@@ -323,17 +331,7 @@ bool ProgramBuilder::emitEpilogue(const std::string &state, NodeId id, std::stri
   } else if (isMap(n.op)) {
     Sweep sw;
     sw.width = n.width;
-    Instr in;
-    in.op = n.op;
-    in.node = id;
-    in.width = n.width;
-    in.offset = n.offset;
-    in.inWidth = n.inputs.empty() ? 1 : g_.node(n.inputs[0].src).width;
-    for (const Edge &e : n.inputs) {
-      bool scalar = (g_.node(e.src).width == 1 && n.op != Op::Concat) || n.op == Op::Broadcast;
-      in.args.push_back(operand(e, -1, {}, scalar));
-      if (n.op == Op::Concat) in.pieces.push_back(g_.node(e.src).width);
-    }
+    Instr in = instr(id, -1, Sweep::Kind::Map, {});
     in.store = port.buffer;
     sw.body.push_back(in);
     kernel.sweeps.push_back(sw);

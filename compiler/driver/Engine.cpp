@@ -7,6 +7,8 @@
 
 #include <cstdlib>
 #include <dlfcn.h>
+#include "rnnc/checkpoint.h"
+
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
@@ -20,14 +22,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string fnv1a(const std::string &s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return fmt::format("{:016x}", h);
-}
+std::string fnv1a(const std::string &s) { return fmt::format("{:016x}", rt::fnv1a(s.data(), s.size())); }
 
 fs::path cacheRoot() {
   if (const char *c = std::getenv("RNNC_CACHE"); c && *c) return c;

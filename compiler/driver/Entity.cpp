@@ -45,4 +45,13 @@ const Elaboration *selectEntity(const FrontendResult &r, const std::string &file
   return chosen;
 }
 
+void printSummary(const DiagnosticEngine &d) {
+  unsigned e = d.errorCount(), w = d.warningCount();
+  if (!e && !w) return;
+  std::string summary;
+  if (w) summary = fmt::format("{} warning{}", w, w == 1 ? "" : "s");
+  if (e) summary += fmt::format("{}{} error{}", w ? " and " : "", e, e == 1 ? "" : "s");
+  fmt::print(stderr, "{} generated.\n", summary);
+}
+
 } // namespace rnnc

@@ -35,15 +35,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-void printSummary(const DiagnosticEngine &d) {
-  unsigned e = d.errorCount(), w = d.warningCount();
-  if (!e && !w) return;
-  std::string summary;
-  if (w) summary = fmt::format("{} warning{}", w, w == 1 ? "" : "s");
-  if (e) summary += fmt::format("{}{} error{}", w ? " and " : "", e, e == 1 ? "" : "s");
-  fmt::print(stderr, "{} generated.\n", summary);
-}
-
 /// The distinct bytes of a text file, or -1 after saying why not.
 int64_t vocabularyOf(const std::string &path) {
   std::string error;

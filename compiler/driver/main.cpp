@@ -72,15 +72,6 @@ std::unique_ptr<Compilation> compile(FrontendResult &r, const Elaboration &e, bo
   return c;
 }
 
-void printSummary(const DiagnosticEngine &d) {
-  unsigned e = d.errorCount(), w = d.warningCount();
-  if (!e && !w) return;
-  std::string summary;
-  if (w) summary = fmt::format("{} warning{}", w, w == 1 ? "" : "s");
-  if (e) summary += fmt::format("{}{} error{}", w ? " and " : "", e, e == 1 ? "" : "s");
-  fmt::print(stderr, "{} generated.\n", summary);
-}
-
 /// Runs the frontend (diagnostics are printed as they come). Null on a -D error.
 std::unique_ptr<FrontendResult> readFile(const CommonOptions &o) {
   FrontendOptions fo;
