@@ -5,6 +5,8 @@
 //    leaves a half-written library under the key.
 #include "driver/Engine.h"
 
+#include "rnnc/memory.h"
+
 #include <cstdlib>
 #include <dlfcn.h>
 #include "rnnc/checkpoint.h"
@@ -154,6 +156,11 @@ bool runLoadedModel(const rnnc_model &m, const InterpInputs &in, bool grad, Inte
   int64_t bytes = m.workspace_bytes(T, B);
   if (bytes <= 0) {
     error = fmt::format("T = {}, B = {}: the workspace would be too large", T, B);
+    return false;
+  }
+  if (std::string why = rt::memoryShortfall(static_cast<double>(bytes), fmt::format("T = {}, B = {}: the workspace", T, B));
+      !why.empty()) {
+    error = why;
     return false;
   }
   std::unique_ptr<void, void (*)(void *)> ws(std::aligned_alloc(64, static_cast<size_t>((bytes + 63) / 64 * 64)), std::free);

@@ -16,6 +16,7 @@
 #include "io/Safetensors.h"
 #include "passes/Autodiff.h"
 #include "passes/Pipeline.h"
+#include "rnnc/memory.h"
 #include "support/Crash.h"
 
 #include <algorithm>
@@ -266,10 +267,8 @@ std::optional<Timing> timeModel(const rnnc_model &m, const Elaboration &e, int64
   double bytes = static_cast<double>(t.workspaceBytes);
   for (int32_t k = 0; k < m.n_inputs; ++k) bytes += 4.0 * T * B * (m.inputs[k].is_index ? 1 : m.inputs[k].shape[0]);
   for (int32_t k = 0; k < m.n_seeds; ++k) bytes += 4.0 * T * B * m.seeds[k].shape[0];
-  double physical = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGE_SIZE));
-  if (physical > 0 && bytes > physical) {
-    fmt::print(stderr, "rnnc: error: --batch {} --seq {}: the run needs {:.1f} GB, the machine has {:.1f} GB\n", B, T,
-               bytes / 1e9, physical / 1e9);
+  if (std::string why = rt::memoryShortfall(bytes, fmt::format("--batch {} --seq {}: the run", B, T)); !why.empty()) {
+    fmt::print(stderr, "rnnc: error: {}\n", why);
     return std::nullopt;
   }
   std::vector<float> params;

@@ -16,6 +16,7 @@
 
 #include "io/Array.h"
 #include "rnnc/checkpoint.h"
+#include "rnnc/memory.h"
 #include "rnnc/optim.h"
 #include "rnnc/progress.h"
 #include "rnnc/tasks.h"
@@ -161,6 +162,11 @@ bool trainChecked(const rnnc_model &m, std::vector<float> &params, const TrainOp
   const int64_t wsBytes = m.workspace_bytes(T, B);
   if (wsBytes <= 0) {
     error = fmt::format("model '{}': the workspace for {} steps x {} sequences is too large", m.name, T, B);
+    return false;
+  }
+  if (std::string why = memoryShortfall(static_cast<double>(wsBytes), fmt::format("the workspace for {} steps x {} sequences", T, B));
+      !why.empty()) {
+    error = fmt::format("model '{}': {}", m.name, why);
     return false;
   }
   std::unique_ptr<void, FreeDeleter> ws(std::aligned_alloc(64, static_cast<size_t>((wsBytes + 63) / 64 * 64)));
