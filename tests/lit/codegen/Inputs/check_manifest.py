@@ -5,6 +5,7 @@ that the header and the ABI table of the .cpp agree with it.
 usage: check_manifest.py DIR   (DIR holds LSTM.json, LSTM.h, LSTM.cpp)
 """
 import json
+import math
 import re
 import sys
 
@@ -29,11 +30,13 @@ expect("symbol", m["symbol"], "rnnc_model_LSTM")
 expect("target", m["target"], "cpu")
 if not re.fullmatch(r"[0-9a-f]{16}", m["source_hash"]):
     sys.exit(f"check_manifest.py: source_hash {m['source_hash']!r} is not 16 hex digits")
+# Every LSTM param is drawn as `rnnc init` draws it: uniform in ±1/sqrt(H), H = 128.
+init = {"distribution": "uniform", "scale": 1 / math.sqrt(128)}
 expect("params", m["params"], [
-    {"name": "W_ih", "offset": 0, "shape": [512, 64]},
-    {"name": "W_hh", "offset": 32768, "shape": [512, 128]},
-    {"name": "b_ih", "offset": 98304, "shape": [512]},
-    {"name": "b_hh", "offset": 98816, "shape": [512]},
+    {"name": "W_ih", "offset": 0, "shape": [512, 64], "init": init},
+    {"name": "W_hh", "offset": 32768, "shape": [512, 128], "init": init},
+    {"name": "b_ih", "offset": 98304, "shape": [512], "init": init},
+    {"name": "b_hh", "offset": 98816, "shape": [512], "init": init},
 ])
 expect("param_elements", m["param_elements"], 99328)
 expect("inputs", m["inputs"], [{"name": "x", "width": 64}])
@@ -90,7 +93,7 @@ for p in m["params"]:
     expect(f"header offset of {p['name']}", int(hm.group(1)), p["offset"])
     expect(f"header shape of {p['name']}", [int(x) for x in hm.group(2).split(",")], p["shape"])
     shape = p["shape"] + [0] * (2 - len(p["shape"]))
-    row = f'{{"{p["name"]}", {len(p["shape"])}, {{{shape[0]}, {shape[1]}}}, {p["offset"]}, 0, 0}},'
+    row = f'{{"{p["name"]}", {len(p["shape"])}, {{{shape[0]}, {shape[1]}}}, {p["offset"]}, 0, 0, 0, {p["init"]["scale"]}}},'
     if row not in cpp:
         sys.exit(f"check_manifest.py: the ABI table in LSTM.cpp has no row {row}")
 if f"source hash {m['source_hash']}" not in header or f'"LSTM", "{m["source_hash"]}"' not in cpp:
