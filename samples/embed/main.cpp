@@ -35,8 +35,7 @@ int main(int argc, char **argv) {
     task->next(segment);
     model.forward(segment.pointers.data());
     model.backward();
-    rnnc::rt::clipGradNorm(model.grads.data(), AddingLSTMModel::kParamElements, 1.0);
-    adam->step(model.params.data(), model.grads.data());
+    model.step(*adam, /*clip=*/1.0);
     model.readOutput(AddingLSTMModel::kOutput_pred, pred.data());
     double loss = model.loss();
     if (step == 1) first = loss;

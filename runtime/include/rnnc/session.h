@@ -14,6 +14,10 @@
 
 namespace rnnc {
 
+namespace rt {
+class Optimizer;
+}
+
 class Session {
 public:
   /// Room for T steps of B sequences. Throws std::runtime_error when the
@@ -51,6 +55,11 @@ public:
   /// Params drawn as `rnnc init --seed S` draws them (rnnc/init.h; links rnnc_runtime).
   void initParams(uint64_t seed);
 
+  /// One optimizer step from `grads` (after backward), the gradient first
+  /// clipped to global L2 norm `clip` (0: not clipped). Returns the norm
+  /// before clipping. (rnnc/optim.h; links rnnc_runtime.)
+  double step(rt::Optimizer &optimizer, double clip = 0);
+
   /// The param called `name` (null if none).
   float *param(const std::string &name) {
     for (int32_t i = 0; i < m_.n_params; ++i)
@@ -72,5 +81,12 @@ private:
 } // namespace rnnc
 
 #include "rnnc/init.h"
+#include "rnnc/optim.h"
 
 inline void rnnc::Session::initParams(uint64_t seed) { rt::initParams(m_, seed, params.data()); }
+
+inline double rnnc::Session::step(rt::Optimizer &optimizer, double clip) {
+  double norm = rt::clipGradNorm(grads.data(), static_cast<int64_t>(grads.size()), clip);
+  optimizer.step(params.data(), grads.data());
+  return norm;
+}
