@@ -8,6 +8,12 @@
 //    so work no GEMM waits for joins the last kernel instead of opening one.
 // 3. Launches per stage, by phase: the fused kernel of phase k, then the GEMMs
 //    of phase k.
+// Before 1 (optimizing): time-parallel elementwise work whose every reader is
+// in one loop, at the same step, sinks into that loop (consumers first, so
+// chains sink whole): it fuses into the loop's kernel instead of taking a
+// pass over all steps and a buffer for all of them (the bias sum beside a
+// hoisted GEMM, the 1 - s factors of BPTT). Its inputs are all time-parallel,
+// so they are ready before the loop starts.
 #include "passes/FusePointwise.h"
 
 #include "ir/Order.h"
@@ -25,6 +31,36 @@ std::vector<NodeId> dataflowOrder(const Graph &g, const TimeClasses &time) {
   });
 }
 
+namespace {
+
+/// The loop each node runs in: its own, or the loop it sinks into (-1: none).
+std::vector<int> loopsAfterSinking(const Graph &g, const TimeClasses &time, const std::vector<NodeId> &order,
+                                   bool optimize) {
+  std::vector<int> loop(g.nodes.size(), -1);
+  for (NodeId id = 0; id < g.nodes.size(); ++id) loop[id] = g.node(id).dead ? -1 : time.loopOf[id];
+  if (!optimize) return loop;
+  auto users = g.users();
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    NodeId id = *it;
+    const Node &n = g.node(id);
+    OpKind kind = opKind(n.op);
+    bool elementwise = kind == OpKind::Pointwise || (kind == OpKind::Layout && n.op != Op::SoftmaxMinusOneHot);
+    if (loop[id] >= 0 || !elementwise || users[id].empty()) continue;
+    int target = -2;
+    for (auto [user, slot] : users[id]) {
+      int l = loop[user];
+      bool ok = l >= 0 && g.node(user).inputs[slot].delay == 0 && g.node(user).backward == n.backward &&
+                (target == -2 || target == l);
+      target = ok ? l : -1;
+      if (!ok) break;
+    }
+    if (target >= 0) loop[id] = target;
+  }
+  return loop;
+}
+
+} // namespace
+
 void fusePointwise(Compilation &c) {
   const Graph &g = c.graph;
   const TimeClasses &time = c.time;
@@ -33,10 +69,11 @@ void fusePointwise(Compilation &c) {
   std::vector<int> phase(g.nodes.size(), 0);
   std::vector<int> stageIndex(g.nodes.size(), -1);
   std::vector<NodeId> order = dataflowOrder(g, time);
+  std::vector<int> loopOf = loopsAfterSinking(g, time, order, c.optimize);
   for (NodeId id : order) {
     const Node &n = g.node(id);
     if (opKind(n.op) == OpKind::Leaf) continue;
-    int loop = time.loopOf[id];
+    int loop = loopOf[id];
     auto key = std::make_tuple(loop, loop < 0 ? time.level[id] : 0, n.backward);
     auto it = stageOf.find(key);
     if (it == stageOf.end()) {
@@ -44,7 +81,7 @@ void fusePointwise(Compilation &c) {
       s.loop = loop >= 0;
       s.loopIndex = loop;
       s.direction = loop >= 0 ? time.loops[loop].direction : +1;
-      s.level = time.level[id];
+      s.level = loop >= 0 ? time.loops[loop].level : time.level[id];
       s.backward = n.backward;
       it = stageOf.emplace(key, stages.size()).first;
       stages.push_back(std::move(s));

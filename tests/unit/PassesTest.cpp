@@ -722,15 +722,16 @@ TEST_CASE("fuse: the LSTM loop is one GEMM and one kernel per step", "[passes][f
   CHECK(gemm.inputs[0].delay == 1);
   // Everything else of the step is in the kernel.
   CHECK(loops[0]->kernels[1].nodes.size() + 1 == loops[0]->nodes.size());
-  // Outside the loop: the input GEMM, then the hoisted bias add.
+  // Outside the loop: the input GEMM alone; the bias add beside it sank into
+  // the loop's kernel (the loop is its only reader).
   const Stage &pre = r->c.schedule.stages.at(0);
   CHECK_FALSE(pre.loop);
-  CHECK(launchKinds(pre) == std::vector<std::string>{"gemm", "kernel"});
+  CHECK(launchKinds(pre) == std::vector<std::string>{"gemm"});
   Stats s = computeStats(r->c);
   CHECK(s.forward.stepLaunches == 2);
   CHECK(s.forward.stepGemms == 1);
   CHECK(s.forward.hoistedGemms == 1);
-  CHECK(s.kernels == 4);
+  CHECK(s.kernels == 3);
 }
 
 TEST_CASE("fuse: the MGU loop is gemm, kernel, gemm, kernel", "[passes][fuse]") {
@@ -848,19 +849,17 @@ TEST_CASE("memory: the LSTM's saved and buffer bytes by hand", "[passes][memory]
   CHECK(r->c.memory.saved.size() == 7);
   CHECK(r->c.memory.savedBytesPerStep == 7 * 128 * 4);
   CHECK(r->c.memory.savedBytesPerStep == 3584);
-  // Buffers (rule 2): launches in issue order are k0 = W_ih @ x, k1 = the
-  // hoisted add, k2 = W_hh @ h[t-1], k3 = the loop kernel; "the end" is 5.
-  //   W_ih @ x   [0, 1]  2048 bytes (read by k1)
-  //   hoisted    [1, 3]  2048 (read by k3)
-  //   W_hh @ h   [2, 3]  2048 (read by k3)
-  //   the 7 saved values, all made by k3, [3, end] 512 each (h and c are also
+  // Buffers (rule 2): launches in issue order are k0 = W_ih @ x, k1 = W_hh @
+  // h[t-1], k2 = the loop kernel (the bias add sank into it).
+  //   W_ih @ x   [0, 2]  2048 bytes (read by k2)
+  //   W_hh @ h   [1, 2]  2048 (read by k2)
+  //   the 7 saved values, all made by k2, [2, end] 512 each (h and c are also
   //   read by the next step, which holds them to the end anyway)
-  // unshared = 3 * 2048 + 7 * 512 = 9728. First fit: W_ih @ x takes buffer 0;
-  // the hoisted add starts at 1, when buffer 0 is not yet free (free means
-  // freed before the start), so buffer 1; W_hh @ h reuses buffer 0 (free after
-  // 1 < 2); nothing is free before 3, so the 7 saved values take 7 more
-  // buffers: 2 * 2048 + 7 * 512 = 7680 bytes in 9 buffers.
-  CHECK(r->c.memory.unsharedBytesPerStep == 9728);
+  // unshared = 2 * 2048 + 7 * 512 = 7680. First fit: W_ih @ x takes buffer 0;
+  // W_hh @ h starts at 1, when buffer 0 is not yet free (free means freed
+  // before the start), so buffer 1; nothing is free before 2, so the 7 saved
+  // values take 7 more buffers: 2 * 2048 + 7 * 512 = 7680 bytes in 9 buffers.
+  CHECK(r->c.memory.unsharedBytesPerStep == 7680);
   CHECK(r->c.memory.bufferBytesPerStep == 7680);
   CHECK(r->c.memory.buffers == 9);
   Stats s = computeStats(r->c);

@@ -390,10 +390,26 @@ std::vector<std::string> violations(const Compilation &c, size_t loweredLive, in
   }
   if (c.optimize) {
     int loops = 0;
+    std::vector<int> stageOfNode(g.nodes.size(), -1);
+    for (size_t s = 0; s < stages.size(); ++s)
+      for (NodeId id : stages[s].nodes)
+        if (id < g.nodes.size()) stageOfNode[id] = static_cast<int>(s);
+    auto users = g.users();
     for (const Stage &st : stages) {
       loops += st.loop;
       for (NodeId id : st.nodes) {
         if (id >= g.nodes.size()) continue;
+        // Time-parallel elementwise work may sink into the one loop that reads
+        // it, at the same step (fuse-pointwise): every reader is in that stage.
+        bool sunk = st.loop && !c.time.recurrent(id);
+        if (sunk) {
+          OpKind kind = opKind(g.node(id).op);
+          if (kind != OpKind::Pointwise && kind != OpKind::Layout) bad(fmt::format("%{}: a sunk {}", id, opMnemonic(g.node(id).op)));
+          for (auto [user, slot] : users[id])
+            if (stageOfNode[user] != stageOfNode[id] || g.node(user).inputs[slot].delay != 0)
+              bad(fmt::format("%{}: sunk into a loop, but %{} reads it elsewhere", id, user));
+          continue;
+        }
         if (st.loop != c.time.recurrent(id)) bad(fmt::format("%{}: recurrent {} in a {} stage", id, c.time.recurrent(id), st.loop ? "loop" : "parallel"));
         if (st.loop && c.time.loopOf[id] != st.loopIndex) bad(fmt::format("%{}: loop {} in the stage of loop {}", id, c.time.loopOf[id], st.loopIndex));
         if (!st.loop && c.time.level[id] != st.level) bad(fmt::format("%{}: level {} in a stage of level {}", id, c.time.level[id], st.level));
