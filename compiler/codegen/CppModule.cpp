@@ -42,13 +42,21 @@ std::string ModulePrinter::workspace() {
   std::string out = "/// Every value that leaves its sweep, [padding + T + padding][B][width].\nstruct Workspace {\n";
   for (const Buffer &b : p_.buffers)
     out += fmt::format("  {} *{}; // [{}][B][{}]{}\n", b.index ? "int32_t" : "real", b.name, rowsOf(b), b.width,
-                       b.fixed ? ": the initial-state gradient" : b.stepLocal ? ": one step, reused" : "");
+                       b.fixed ? ": the initial-state gradient"
+                       : b.stepLocal ? ": one step, reused"
+                       : b.shares >= 0 ? ": shares " + p_.buffers[b.shares].name + "'s memory"
+                                       : "");
   out += "  real loss_seed; // dL/d(loss at each step): 1 / (T·B), the loss is a mean\n};\n\n";
   out += "/// Carves the workspace from `base` (null: only measures). Returns its bytes, 0 when too large.\n";
   out += "int64_t layout(int64_t T, int64_t B, void *base, Workspace *ws) {\n  Carver c(base, T, B);\n";
   for (const Buffer &b : p_.buffers)
-    out += fmt::format("  ws->{} = c.take<{}>({}, {}, {});\n", b.name, b.index ? "int32_t" : "real",
-                       b.fixed || b.stepLocal ? 0 : 1, b.stepLocal ? 1 : b.padBefore + b.padAfter, b.width);
+    if (b.shares < 0)
+      out += fmt::format("  ws->{} = c.take<{}>({}, {}, {});\n", b.name, b.index ? "int32_t" : "real",
+                         b.fixed || b.stepLocal ? 0 : 1, b.stepLocal ? 1 : b.padBefore + b.padAfter, b.width);
+  for (const Buffer &b : p_.buffers)
+    if (b.shares >= 0)
+      out += fmt::format("  ws->{} = ws->{}; // its life starts after {}'s ends\n", b.name, p_.buffers[b.shares].name,
+                         p_.buffers[b.shares].name);
   out += "  ws->loss_seed = real(1) / real(T * B);\n  return c.bytes();\n}\n";
   return out;
 }

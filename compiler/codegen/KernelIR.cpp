@@ -9,7 +9,10 @@
 //    gradients) or a library call computes it; a buffer is padded by the
 //    largest delay it is read with before the first step and after the last.
 //    A value a loop writes and reads only within the same step (and nothing
-//    else reads) keeps one step's rows, reused every step.
+//    else reads) keeps one step's rows, reused every step. A buffer whose
+//    stages (forward, then backward, then the initial-state gradients) all come
+//    after another's last reuses its memory, when both have the same width
+//    and padding; ports never share (they are read after the calls).
 // 4. Operands: a value of the same sweep is a local, a stored one a load at
 //    t - delay, a param an element of the flat array, a constant a literal.
 #include "codegen/KernelIR.h"
@@ -19,6 +22,7 @@
 #include "support/Crash.h"
 
 #include <algorithm>
+#include <climits>
 #include <fmt/format.h>
 #include <map>
 #include <set>
@@ -58,6 +62,7 @@ private:
   bool emitEpilogue(const std::string &state, NodeId id, std::string &error);
   void addEquations(KernelIR &k);
   void markStepLocal();
+  void shareBuffers();
   PortIR port(const std::string &name, const Edge &e);
   void padFor(NodeId src, int32_t delay, int64_t extraBefore = 0);
 
@@ -390,6 +395,72 @@ void ProgramBuilder::markStepLocal() {
   }
 }
 
+void ProgramBuilder::shareBuffers() {
+  // Stages in the order they run: forward, backward, then the epilogue.
+  std::vector<int> kernelOrder(p_.kernels.size(), 0);
+  int next = 0;
+  for (bool backward : {false, true})
+    for (const StageIR &s : p_.stages) {
+      if (s.backward != backward) continue;
+      for (int k : s.kernels) kernelOrder[k] = next;
+      ++next;
+    }
+  for (int k : p_.epilogue) kernelOrder[k] = next;
+  std::vector<int> first(p_.buffers.size(), INT32_MAX), last(p_.buffers.size(), -1);
+  auto touch = [&](int b, int at) {
+    if (b < 0) return;
+    first[b] = std::min(first[b], at);
+    last[b] = std::max(last[b], at);
+  };
+  for (size_t k = 0; k < p_.kernels.size(); ++k) {
+    const KernelIR &kernel = p_.kernels[k];
+    int at = kernelOrder[k];
+    for (const Sweep &sw : kernel.sweeps)
+      for (const Instr &in : sw.body) {
+        touch(in.store, at);
+        for (const Operand &o : in.args)
+          if (o.kind == Operand::Kind::Load) touch(o.buffer, at);
+      }
+    touch(kernel.out, at);
+    touch(kernel.a, at);
+    touch(kernel.b, at);
+  }
+  std::set<int> pinned;
+  for (const auto *list : {&p_.inputs, &p_.outputs, &p_.states, &p_.seeds, &p_.inputGrads, &p_.stateGrads})
+    for (const PortIR &port : *list) pinned.insert(port.buffer);
+  pinned.insert(p_.lossBuffer);
+  std::vector<int> candidates;
+  for (size_t b = 0; b < p_.buffers.size(); ++b) {
+    const Buffer &buf = p_.buffers[b];
+    if (!pinned.count(static_cast<int>(b)) && !buf.fixed && !buf.stepLocal && !buf.index && buf.input < 0 &&
+        last[b] >= 0)
+      candidates.push_back(static_cast<int>(b));
+  }
+  std::stable_sort(candidates.begin(), candidates.end(), [&](int a, int b) { return first[a] < first[b]; });
+  struct Slot {
+    int owner;
+    int freeAfter;
+  };
+  std::vector<Slot> slots;
+  for (int b : candidates) {
+    Buffer &buf = p_.buffers[b];
+    Slot *reuse = nullptr;
+    for (Slot &s : slots) {
+      const Buffer &o = p_.buffers[s.owner];
+      if (s.freeAfter < first[b] && o.width == buf.width && o.padBefore == buf.padBefore && o.padAfter == buf.padAfter) {
+        reuse = &s;
+        break;
+      }
+    }
+    if (reuse) {
+      buf.shares = reuse->owner;
+      reuse->freeAfter = last[b];
+    } else {
+      slots.push_back({b, last[b]});
+    }
+  }
+}
+
 bool ProgramBuilder::build(std::string &error) {
   p_.name = g_.name;
   layoutParams();
@@ -469,6 +540,7 @@ bool ProgramBuilder::build(std::string &error) {
   for (const auto &[name, id] : g_.grads.states)
     if (!emitEpilogue(name, id, error)) return false;
   markStepLocal();
+  shareBuffers();
   for (Buffer &b : p_.buffers)
     if (b.input >= 0 && b.index) b.padAfter = std::max<int64_t>(b.padAfter, 0);
   return true;
