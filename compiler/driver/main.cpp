@@ -118,6 +118,7 @@ int run(int argc, char **argv) {
   CLI::App app{"rnnc: an ahead-of-time compiler for recurrent neural network cells"};
   app.set_version_flag("--version", std::string("rnnc ") + RNNC_VERSION);
   app.require_subcommand(1);
+  app.footer("rnnc --print-cflags prints the flags that compile a bundle against the runtime headers.");
 
   CommonOptions checkOpts;
   CLI::App *check = app.add_subcommand("check", "check a .rnn file: diagnostics only");
