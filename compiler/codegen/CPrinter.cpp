@@ -49,9 +49,13 @@ std::string CPrinter::operand(const Operand &o, const std::string &index) const 
   case Operand::Kind::Param:
     if (o.scalar) return fmt::format("P[{}]", o.paramOffset);
     return fmt::format("P[{} + {}]", o.paramOffset, index);
-  case Operand::Kind::Load:
-    if (o.scalar) return rowPointer(o.buffer, o.delay) + "[0]";
-    return fmt::format("{}[{}]", rowPointer(o.buffer, o.delay), index);
+  case Operand::Kind::Load: {
+    // A slice read in place: its source at the slice's offset.
+    std::string at = o.scalar || index == "0" ? std::to_string(o.shift)
+                     : o.shift == 0           ? index
+                                              : fmt::format("{} {} {}", index, o.shift > 0 ? '+' : '-', std::abs(o.shift));
+    return fmt::format("{}[{}]", rowPointer(o.buffer, o.delay), at);
+  }
   }
   RNNC_UNREACHABLE("operand kind");
 }

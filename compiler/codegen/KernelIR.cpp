@@ -78,6 +78,9 @@ private:
   std::vector<int> buffer_;      // node -> buffer
   std::map<std::string, int64_t> depths_;
   std::set<NodeId> epilogueNodes_;
+  std::vector<bool> view_; // slices read in place of a buffer of their own
+  std::vector<std::vector<std::pair<NodeId, size_t>>> users_;
+  bool isPort(NodeId id) const;
 };
 
 void ProgramBuilder::layoutParams() {
@@ -168,8 +171,43 @@ void ProgramBuilder::markStored() {
   if (g_.loss) mark(Edge(*g_.loss));
   for (const auto &[name, id] : g_.states()) mark(Edge(id));
   for (const GraphPort &p : g_.grads.inputs) mark(p.value);
+  std::vector<bool> pinned(g_.nodes.size(), false); // ports and what the initial-state gradients read
   for (const auto &[name, id] : g_.grads.states)
-    for (const Edge &e : g_.node(id).inputs) mark(e);
+    for (const Edge &e : g_.node(id).inputs) {
+      mark(e);
+      pinned[e.src] = true;
+    }
+  for (NodeId id = 0; id < g_.nodes.size(); ++id) pinned[id] = pinned[id] || isPort(id);
+  // A slice that only fused kernels of its own stage read is a view: they
+  // load its source at an offset, so it needs no buffer of its own (its
+  // source does, and lives no longer for it).
+  std::vector<int> stageOf(g_.nodes.size(), -1);
+  for (size_t st = 0; st < c_.schedule.stages.size(); ++st)
+    for (NodeId id : c_.schedule.stages[st].nodes) stageOf[id] = static_cast<int>(st);
+  view_.assign(g_.nodes.size(), false);
+  for (NodeId id : dataflowOrder(g_, c_.time)) {
+    const Node &n = g_.node(id);
+    if (n.dead || n.op != Op::Slice || !stored_[id] || pinned[id] || sweepOf_[id] < 0) continue;
+    const Node &src = g_.node(n.inputs[0].src);
+    if (src.op == Op::Const || (src.op == Op::Input && src.backward && src.name == "grad.loss")) continue;
+    bool fused = src.op == Op::Param || src.op == Op::Input || stageOf[n.inputs[0].src] == stageOf[id];
+    for (auto [user, slot] : users[id]) fused &= sweepOf_[user] >= 0 && stageOf[user] == stageOf[id];
+    if (!fused) continue;
+    view_[id] = true;
+    stored_[id] = false;
+    if (src.op != Op::Param && !view_[n.inputs[0].src]) stored_[n.inputs[0].src] = true;
+  }
+}
+
+bool ProgramBuilder::isPort(NodeId id) const {
+  for (const GraphPort &o : g_.outputs)
+    if (o.value.src == id) return true;
+  for (const GraphPort &p : g_.grads.inputs)
+    if (p.value.src == id) return true;
+  if (g_.loss == id) return true;
+  for (const auto &[name, state] : g_.states())
+    if (state == id) return true;
+  return false;
 }
 
 int ProgramBuilder::bufferOf(NodeId id) {
@@ -208,6 +246,13 @@ Operand ProgramBuilder::operand(const Edge &e, int sweep, const std::map<NodeId,
   } else if (sweep >= 0 && e.delay == 0 && sweepOf_[e.src] == sweep && locals.count(e.src)) {
     o.kind = Operand::Kind::Local;
     o.local = locals.at(e.src);
+  } else if (view_[e.src]) { // the slice's source, at the slice's offset
+    const Edge &in = n.inputs[0];
+    o = operand(Edge(in.src, in.delay + e.delay), -1, {}, scalar);
+    RNNC_ASSERT(o.kind == Operand::Kind::Load || o.kind == Operand::Kind::Param, "a slice view of a local");
+    if (o.kind == Operand::Kind::Param) o.paramOffset += n.offset;
+    else o.shift += n.offset;
+    padFor(in.src, in.delay + e.delay);
   } else {
     o.kind = Operand::Kind::Load;
     o.buffer = buffer_[e.src];
@@ -250,11 +295,18 @@ void ProgramBuilder::emitSweeps(KernelIR &k, const Kernel &launch) {
       k.sweeps.push_back(sw);
     }
     Sweep &sw = k.sweeps.back();
+    if (view_[id]) { // read in place by the later sweeps; a local only if this one reads it
+      bool readHere = false;
+      for (auto [user, slot] : users_[id]) readHere |= sweepOf_[user] == s && g_.node(user).inputs[slot].delay == 0;
+      if (!readHere) continue;
+    }
     Instr in = instr(id, s, sw.kind, locals);
     in.store = stored_[id] ? bufferOf(id) : -1;
     locals[id] = static_cast<int>(sw.body.size());
     sw.body.push_back(std::move(in));
   }
+  k.sweeps.erase(std::remove_if(k.sweeps.begin(), k.sweeps.end(), [](const Sweep &sw) { return sw.body.empty(); }),
+                 k.sweeps.end());
 }
 
 bool ProgramBuilder::emitLibraryCall(KernelIR &k, NodeId id, std::string &error) {
@@ -370,28 +422,44 @@ PortIR ProgramBuilder::port(const std::string &name, const Edge &e) {
 }
 
 void ProgramBuilder::markStepLocal() {
-  std::vector<int> stageOf(g_.nodes.size(), -1);
-  for (size_t s = 0; s < c_.schedule.stages.size(); ++s)
-    for (NodeId id : c_.schedule.stages[s].nodes) stageOf[id] = static_cast<int>(s);
+  // The stage each kernel runs in; who writes each buffer and where it is read.
+  std::vector<int> stageOfKernel(p_.kernels.size(), -1);
+  for (size_t s = 0; s < p_.stages.size(); ++s)
+    for (int k : p_.stages[s].kernels) stageOfKernel[k] = static_cast<int>(s);
+  std::vector<int> writer(p_.buffers.size(), -1);
+  std::vector<bool> local(p_.buffers.size(), true);
+  std::vector<std::set<int>> readerStages(p_.buffers.size()); // -1: the initial-state gradients
+  for (size_t k = 0; k < p_.kernels.size(); ++k) {
+    const KernelIR &kernel = p_.kernels[k];
+    int stage = stageOfKernel[k];
+    auto reads = [&](int b, int32_t delay) {
+      if (b < 0) return;
+      local[b] = local[b] && delay == 0;
+      readerStages[b].insert(stage);
+    };
+    for (const Sweep &sw : kernel.sweeps)
+      for (const Instr &in : sw.body) {
+        if (in.store >= 0) writer[in.store] = stage;
+        for (const Operand &o : in.args)
+          if (o.kind == Operand::Kind::Load) reads(o.buffer, o.delay);
+      }
+    if (kernel.out >= 0) writer[kernel.out] = stage;
+    reads(kernel.a, kernel.aDelay);
+    reads(kernel.b, kernel.bDelay);
+  }
   std::set<int> ports;
   for (const auto *list : {&p_.inputs, &p_.outputs, &p_.states, &p_.seeds, &p_.inputGrads, &p_.stateGrads})
     for (const PortIR &port : *list) ports.insert(port.buffer);
   ports.insert(p_.lossBuffer);
-  std::set<NodeId> readLate; // read by the initial-state gradients
-  for (const auto &[name, id] : g_.grads.states)
-    for (const Edge &e : g_.node(id).inputs) readLate.insert(e.src);
-  auto users = g_.users();
   for (size_t b = 0; b < p_.buffers.size(); ++b) {
     Buffer &buf = p_.buffers[b];
-    NodeId id = buf.node;
-    int stage = stageOf[id];
-    if (buf.fixed || buf.input >= 0 || ports.count(static_cast<int>(b)) || readLate.count(id) || buf.padBefore ||
-        buf.padAfter || stage < 0 || !c_.schedule.stages[stage].loop)
+    int stage = writer[b];
+    if (buf.fixed || buf.input >= 0 || ports.count(static_cast<int>(b)) || buf.padBefore || buf.padAfter || stage < 0 ||
+        !p_.stages[stage].loop || !local[b])
       continue;
-    bool local = true;
-    for (auto [user, slot] : users[id])
-      local &= stageOf[user] == stage && g_.node(user).inputs[slot].delay == 0;
-    buf.stepLocal = local;
+    bool sameStage = true;
+    for (int s : readerStages[b]) sameStage &= s == stage;
+    buf.stepLocal = sameStage;
   }
 }
 
@@ -463,6 +531,7 @@ void ProgramBuilder::shareBuffers() {
 
 bool ProgramBuilder::build(std::string &error) {
   p_.name = g_.name;
+  users_ = g_.users();
   layoutParams();
   formSweeps();
   markStored();
