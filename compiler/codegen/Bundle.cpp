@@ -156,7 +156,7 @@ static nlohmann::json manifestOf(const Program &p, const SourceManager &sm, cons
   json buffers = json::array();
   for (const Buffer &b : p.buffers) {
     json e = {{"name", b.name}, {"width", b.width}, {"pad_before", b.padBefore}, {"pad_after", b.padAfter},
-              {"steps", b.fixed ? "none" : b.stepLocal ? "one" : "T"}, {"dtype", b.index ? "int32" : "real"},
+              {"steps", b.fixed ? "none" : b.stepLocal ? "one" : b.ring ? "ring of " + std::to_string(b.ring) : "T"}, {"dtype", b.index ? "int32" : "real"},
               {"backward", b.backward}};
     if (b.shares >= 0) e["shares"] = p.buffers[b.shares].name;
     buffers.push_back(e);

@@ -32,6 +32,7 @@ private:
 
 std::string rowsOf(const Buffer &b) {
   if (b.stepLocal) return "1";
+  if (b.ring) return std::to_string(b.ring);
   std::string r = b.fixed ? "" : "T";
   int64_t pad = b.padBefore + b.padAfter;
   if (pad) r += (r.empty() ? "" : " + ") + std::to_string(pad);
@@ -44,6 +45,7 @@ std::string ModulePrinter::workspace() {
     out += fmt::format("  {} *{}; // [{}][B][{}]{}\n", b.index ? "int32_t" : "real", b.name, rowsOf(b), b.width,
                        b.fixed ? ": the initial-state gradient"
                        : b.stepLocal ? ": one step, reused"
+                       : b.ring ? ": a ring of the steps its loop reads back"
                        : b.shares >= 0 ? ": shares " + p_.buffers[b.shares].name + "'s memory"
                                        : "");
   out += "  real loss_seed; // dL/d(loss at each step): 1 / (T·B), the loss is a mean\n};\n\n";
@@ -52,7 +54,8 @@ std::string ModulePrinter::workspace() {
   for (const Buffer &b : p_.buffers)
     if (b.shares < 0)
       out += fmt::format("  ws->{} = c.take<{}>({}, {}, {});\n", b.name, b.index ? "int32_t" : "real",
-                         b.fixed || b.stepLocal ? 0 : 1, b.stepLocal ? 1 : b.padBefore + b.padAfter, b.width);
+                         b.fixed || b.stepLocal || b.ring ? 0 : 1,
+                         b.stepLocal ? 1 : b.ring ? b.ring : b.padBefore + b.padAfter, b.width);
   for (const Buffer &b : p_.buffers)
     if (b.shares >= 0)
       out += fmt::format("  ws->{} = ws->{}; // its life starts after {}'s ends\n", b.name, p_.buffers[b.shares].name,
@@ -65,6 +68,10 @@ std::string ModulePrinter::padding(bool backward) {
   std::string out;
   for (const Buffer &b : p_.buffers) {
     if (b.backward != backward || b.fixed || b.stepLocal) continue;
+    if (b.ring) { // every slot starts as the zeros before the first step (after the last)
+      out += fmt::format("  clear_rows(ws.{}, 0, {}, B, {});\n", b.name, b.ring, b.width);
+      continue;
+    }
     if (b.padBefore) out += fmt::format("  clear_rows(ws.{}, 0, {}, B, {});\n", b.name, b.padBefore, b.width);
     if (b.padAfter) out += fmt::format("  clear_rows(ws.{}, {} + T, {}, B, {});\n", b.name, b.padBefore, b.padAfter, b.width);
   }

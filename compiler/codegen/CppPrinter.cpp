@@ -23,6 +23,12 @@ std::string rowOffset(const Buffer &b, int32_t delay, const std::string &row) {
     if (row == "r0") return "0";
     return b.width == 1 ? "(r - r0)" : fmt::format("(r - r0) * {}", b.width);
   }
+  if (b.ring) { // step t - delay lives in slot (t - delay) mod ring; t = r0 / B in a loop's launch
+    std::string step = delay == 0 ? "r0 / B" : fmt::format("r0 / B {} {}", delay > 0 ? '-' : '+', std::abs(delay));
+    std::string slot = fmt::format("ring_slot({}, {}) * B", step, b.ring);
+    if (row == "r") slot = fmt::format("({} + (r - r0))", slot);
+    return b.width == 1 ? slot : fmt::format("{} * {}", slot, b.width);
+  }
   int64_t shift = b.padBefore - delay;
   std::string r = shift == 0 ? row : shift == 1 ? fmt::format("({} + B)", row) : fmt::format("({} + {} * B)", row, shift);
   if (shift < 0) r = fmt::format("({} - {} * B)", row, -shift);

@@ -9,7 +9,8 @@
 //    gradients) or a library call computes it; a buffer is padded by the
 //    largest delay it is read with before the first step and after the last.
 //    A value a loop writes and reads only within the same step (and nothing
-//    else reads) keeps one step's rows, reused every step. A buffer whose
+//    else reads) keeps one step's rows, reused every step; one the loop reads
+//    back k steps keeps a ring of k + 1 steps' rows. A buffer whose
 //    stages (forward, then backward, then the initial-state gradients) all come
 //    after another's last reuses its memory, when both have the same width
 //    and padding; ports never share (they are read after the calls).
@@ -427,14 +428,14 @@ void ProgramBuilder::markStepLocal() {
   for (size_t s = 0; s < p_.stages.size(); ++s)
     for (int k : p_.stages[s].kernels) stageOfKernel[k] = static_cast<int>(s);
   std::vector<int> writer(p_.buffers.size(), -1);
-  std::vector<bool> local(p_.buffers.size(), true);
+  std::vector<int32_t> farthest(p_.buffers.size(), 0); // the largest |delay| it is read with
   std::vector<std::set<int>> readerStages(p_.buffers.size()); // -1: the initial-state gradients
   for (size_t k = 0; k < p_.kernels.size(); ++k) {
     const KernelIR &kernel = p_.kernels[k];
     int stage = stageOfKernel[k];
     auto reads = [&](int b, int32_t delay) {
       if (b < 0) return;
-      local[b] = local[b] && delay == 0;
+      farthest[b] = std::max(farthest[b], std::abs(delay));
       readerStages[b].insert(stage);
     };
     for (const Sweep &sw : kernel.sweeps)
@@ -454,12 +455,16 @@ void ProgramBuilder::markStepLocal() {
   for (size_t b = 0; b < p_.buffers.size(); ++b) {
     Buffer &buf = p_.buffers[b];
     int stage = writer[b];
-    if (buf.fixed || buf.input >= 0 || ports.count(static_cast<int>(b)) || buf.padBefore || buf.padAfter || stage < 0 ||
-        !p_.stages[stage].loop || !local[b])
+    if (buf.fixed || buf.input >= 0 || buf.index || ports.count(static_cast<int>(b)) || stage < 0 ||
+        !p_.stages[stage].loop)
       continue;
     bool sameStage = true;
     for (int s : readerStages[b]) sameStage &= s == stage;
-    buf.stepLocal = sameStage;
+    if (!sameStage) continue;
+    // Read only by its own loop: one step's rows, or a ring of the steps the
+    // loop reads back (its padding is zeros, which the ring starts with).
+    if (farthest[b] == 0 && !buf.padBefore && !buf.padAfter) buf.stepLocal = true;
+    else buf.ring = farthest[b] + 1;
   }
 }
 
@@ -500,7 +505,7 @@ void ProgramBuilder::shareBuffers() {
   std::vector<int> candidates;
   for (size_t b = 0; b < p_.buffers.size(); ++b) {
     const Buffer &buf = p_.buffers[b];
-    if (!pinned.count(static_cast<int>(b)) && !buf.fixed && !buf.stepLocal && !buf.index && buf.input < 0 &&
+    if (!pinned.count(static_cast<int>(b)) && !buf.fixed && !buf.stepLocal && !buf.ring && !buf.index && buf.input < 0 &&
         last[b] >= 0)
       candidates.push_back(static_cast<int>(b));
   }

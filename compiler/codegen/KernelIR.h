@@ -30,6 +30,7 @@ struct Buffer {
   int input = -1; // the graph input (or seed, for backward) copied into it
   bool fixed = false; // no rows for steps 0..T-1: only the padding (initial-state gradients)
   bool stepLocal = false; // written and read within one step of a loop: B rows, reused every step
+  int ring = 0; // read only by its loop, at most ring - 1 steps back: a ring of `ring` steps' rows (0: no ring)
   int shares = -1; // the buffer whose memory it reuses (their lives do not overlap), or -1
 };
 

@@ -122,6 +122,7 @@ int runGraph(Graph g, const RunOptions &o) {
                                       "like --grad {}=DY.npy", g.name, g.outputs.empty() ? "y" : g.outputs[0].name));
         objective.loss = true;
       }
+      objective.inputGrads = objective.stateGrads = !o.paramGradsOnly;
       SourceManager scratch;
       DiagnosticEngine diags(scratch);
       diags.setCapture(true);
@@ -258,7 +259,7 @@ int runGraph(Graph g, const RunOptions &o) {
         writeArray((fs::path(gdir) / (p.name + ".npy")).string(), p.shape, it == r.paramGrads.end() ? zeros : it->second, o.f64);
       }
       // Inputs and states the objective does not reach get zeros, so every file is there.
-      for (const GraphPort &p : g.inputs) {
+      for (const GraphPort &p : o.paramGradsOnly ? std::vector<GraphPort>() : g.inputs) {
         const Node &n = g.node(p.value.src);
         if (n.isIndex) continue;
         auto it = r.inputGrads.find(p.name);
@@ -267,7 +268,7 @@ int runGraph(Graph g, const RunOptions &o) {
       }
       for (const auto &[name, id] : stateNodes) {
         const Node &n = g.node(id);
-        if (n.isIndex) continue;
+        if (n.isIndex || o.paramGradsOnly) continue;
         std::vector<int64_t> shape = stateShape(n, depths.at(name), in.B);
         auto it = r.stateGrads.find(name);
         std::vector<double> v = it != r.stateGrads.end() ? it->second

@@ -20,6 +20,7 @@ struct RunOptions {
   std::map<std::string, std::string> inputs; // NAME -> X.npy
   std::map<std::string, std::string> states; // NAME -> S.npy
   bool grad = false;                         // --grad given
+  bool paramGradsOnly = false;               // --param-grads-only: no input or initial-state gradients
   std::map<std::string, std::string> seeds;  // output NAME -> DY.npy
   std::string out;                           // DIR
   bool f64 = false;

@@ -105,6 +105,7 @@ std::optional<codegen::Bundle> bundleOf(FrontendResult &r, const Elaboration &e,
     if (g && backward) {
       Objective objective = defaultObjective(*g);
       objective.inputGrads = inputGrads;
+      objective.stateGrads = inputGrads;
       if ((objective.loss || !objective.outputs.empty()) && !differentiate(*g, objective, *r.diags)) g.reset();
     }
     if (g) {
@@ -224,7 +225,8 @@ int trainCommand(const TrainCommand &c) {
   Loaded loaded;
   if (!loadForTask(c.file, c.dims, c.entry, c.color, c.train.task, loaded)) return 1;
   FrontendResult &r = loaded.wrapper ? *loaded.wrapper : *loaded.file;
-  auto bundle = bundleOf(r, *loaded.entity, c.optimize, true, /*inputGrads=*/false); // training needs no dL/dx
+  // Training needs neither dL/dx nor the initial states' gradients.
+  auto bundle = bundleOf(r, *loaded.entity, c.optimize, true, /*inputGrads=*/false);
   if (!bundle) return 1;
   const rnnc_model *m = load(*bundle);
   if (!m) return 1;
@@ -348,7 +350,8 @@ int benchCommand(const BenchCommand &c) {
   if (!c.onlyOptimized) variants.push_back({"O0", false});
   std::map<std::string, Timing> timings;
   for (const auto &[label, optimize] : variants) {
-    // The inputs' gradients too, as torch's backward and oneDNN's diff_src compute them.
+    // The inputs' and initial states' gradients too, as torch's backward and
+    // oneDNN's diff_src and diff_src_iter compute them.
     auto bundle = bundleOf(r, *loaded.entity, optimize, true, /*inputGrads=*/true);
     if (!bundle) return 1;
     const rnnc_model *m = load(*bundle);

@@ -153,6 +153,9 @@ int run(int argc, char **argv) {
       ->allow_extra_args(false)->type_name("NAME=S.npy");
   CLI::Option *gradOpt = run->add_option("--grad", runGrads, "gradients of L = sum <y, dy> (alone: of the loss)")
                              ->expected(0, -1)->type_name("NAME=DY.npy");
+  bool runParamGradsOnly = false;
+  run->add_flag("--param-grads-only", runParamGradsOnly,
+                "with --grad: only the params' gradients (what training computes), no grad/<input> or grad/initial");
   run->add_option("--out", runOut, "where the results go")->required()->type_name("DIR");
   run->add_option("--dtype", runDtype, "f32 or f64")->check(CLI::IsMember({"f32", "f64"}));
   run->add_option("--device", runDevice, "auto, cpu or cuda")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
@@ -283,6 +286,11 @@ int run(int argc, char **argv) {
     ro.out = runOut;
     ro.f64 = runDtype == "f64";
     ro.grad = gradOpt->count() > 0;
+    ro.paramGradsOnly = runParamGradsOnly;
+    if (ro.paramGradsOnly && !ro.grad) {
+      fmt::print(stderr, "rnnc: error: --param-grads-only goes with --grad\n");
+      return kExitUserError;
+    }
     if (!pairs(runInputs, "--input", ro.inputs) || !pairs(runStates, "--state", ro.states) ||
         !pairs(runGrads, "--grad", ro.seeds))
       return kExitUserError;

@@ -241,7 +241,7 @@ bool Differentiator::run(const Objective &objective, DiagnosticEngine &diags) {
     } else if (n.op == Op::Input && !n.backward) {
       g_.grads.inputs.push_back({n.name, Edge(a), n.locs.front()});
     }
-    if (states.count(id)) g_.grads.states.push_back({states.at(id), a});
+    if (states.count(id) && objective.stateGrads) g_.grads.states.push_back({states.at(id), a});
   }
   verifyOrDie(g_, "autodiff");
   return true;

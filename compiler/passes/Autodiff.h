@@ -20,8 +20,10 @@ namespace rnnc {
 struct Objective {
   std::vector<std::string> outputs;
   bool loss = false;
-  /// Gradients of the inputs too (`rnnc run --grad`); training does not need them.
+  /// Gradients of the inputs and of the initial states too (`rnnc run --grad`);
+  /// training does not need them (truncated BPTT stops at a segment's start).
   bool inputGrads = true;
+  bool stateGrads = true;
 };
 
 /// Returns false after reporting a user error (an output that cannot be

@@ -183,17 +183,17 @@ class Problem:
         return f"{path}{e}{d}, T={self.T} B={self.B}, {obj}"
 
 
-def equal_check(rnnc, shared, name, path, dims, entry, seed, dtype, opt=(), text=None):
-    """The case: interpreter vs compiled (with opt) in dtype on one file."""
-    label = dtype + ("".join(" " + o for o in opt))
+def equal_check(rnnc, shared, name, path, dims, entry, seed, dtype, opt=(), text=None, both=()):
+    """The case: interpreter vs compiled (with opt; `both` goes to both engines) in dtype on one file."""
+    label = dtype + ("".join(" " + o for o in opt + both))
 
     def fn():
         work = nl.scratch("compiled-" + name.replace("/", "-"))
         keep = True  # a failing case keeps its scratch folder, for the commands it prints
         try:
             pr = Problem(rnnc, path, dims, entry, seed, work, shared)
-            ref = pr.run("interp", dtype)
-            got = pr.run("compiled", dtype, opt)
+            ref = pr.run("interp", dtype, both)
+            got = pr.run("compiled", dtype, opt + both)
             worst, at, bad = compare(ref, got, TOL[dtype])
             shared.note(label, worst, f"{name}: {at}")
             if bad:
@@ -283,6 +283,14 @@ def cases(rnnc):
         out.append((f"compiled/{name}/f64", lazy("f64")))
         out.append((f"compiled/{name}/f32", lazy("f32")))
         out.append((f"compiled/{name}/f64-O0", lazy("f64", ("-O0",))))
+
+        # What training compiles: the params' gradients only (no input or
+        # initial-state gradients), where loop-carried values keep a ring of steps.
+        def params_only(p=p, name=name, seed=seed):
+            dims, _ = nl.small_dims(rnnc, p)
+            return equal_check(rnnc, shared, f"{name}/f64-params", p, dims, None, seed, "f64",
+                               both=("--param-grads-only",))()
+        out.append((f"compiled/{name}/f64-params", params_only))
         if name in FD_SAMPLES:
             out.append((f"compiled/{name}/fd", fd_check(rnnc, shared, p)))
     for k in range(GEN_CELLS):

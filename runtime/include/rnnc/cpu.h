@@ -136,6 +136,9 @@ private:
   bool ok_ = true;
 };
 
+/// The slot of `step` in a ring of `ring` steps (steps before the first wrap around).
+inline int64_t ring_slot(int64_t step, int64_t ring) { return ((step % ring) + ring) % ring; }
+
 /// Rows [first, first + rows) of a [*][B][width] array set to zero.
 template <class E> inline void clear_rows(E *a, int64_t first, int64_t rows, int64_t B, int64_t width) {
   std::fill_n(a + first * B * width, rows * B * width, E(0));
