@@ -71,14 +71,11 @@ private:
   const Graph &g_;
   Program &p_;
   std::map<std::string, int64_t> paramOffset_;
-  std::vector<int> kernelOf_;    // node -> launch (global index), -1 for leaves
   std::vector<int> sweepOf_;     // node -> sweep id (unique over the program), -1 outside fused launches
-  std::vector<std::vector<NodeId>> sweepNodes_;
   std::vector<Sweep::Kind> sweepKind_;
   std::vector<bool> stored_;
   std::vector<int> buffer_;      // node -> buffer
   std::map<std::string, int64_t> depths_;
-  std::set<NodeId> epilogueNodes_;
   std::vector<bool> view_; // slices read in place of a buffer of their own
   std::vector<std::vector<std::pair<NodeId, size_t>>> users_;
   bool isPort(NodeId id) const;
@@ -112,15 +109,12 @@ void ProgramBuilder::layoutParams() {
 }
 
 void ProgramBuilder::formSweeps() {
-  kernelOf_.assign(g_.nodes.size(), -1);
   sweepOf_.assign(g_.nodes.size(), -1);
-  int launch = 0;
   for (const Stage &stage : c_.schedule.stages)
     for (const Kernel &k : stage.kernels) {
       int current = -1;
       int64_t width = -1;
       for (NodeId id : k.nodes) {
-        kernelOf_[id] = launch;
         const Node &n = g_.node(id);
         if (k.gemm || opKind(n.op) == OpKind::Accumulate || opKind(n.op) == OpKind::Gemm) continue;
         bool joins = current >= 0 && isMap(n.op) && sweepKind_[current] == Sweep::Kind::Map && n.width == width;
@@ -131,22 +125,19 @@ void ProgramBuilder::formSweeps() {
           joins = sameIndex;
         }
         if (!joins) {
-          current = static_cast<int>(sweepNodes_.size());
-          sweepNodes_.emplace_back();
+          current = static_cast<int>(sweepKind_.size());
           sweepKind_.push_back(isMap(n.op) ? Sweep::Kind::Map
                                            : n.op == Op::SoftmaxMinusOneHot ? Sweep::Kind::Softmax : Sweep::Kind::Reduce);
           width = isMap(n.op) ? n.width : -1;
         }
-        sweepNodes_[current].push_back(id);
         sweepOf_[id] = current;
       }
-      ++launch;
     }
 }
 
 void ProgramBuilder::markStored() {
   stored_.assign(g_.nodes.size(), false);
-  auto users = g_.users();
+  const auto &users = users_;
   for (NodeId id = 0; id < g_.nodes.size(); ++id) {
     const Node &n = g_.node(id);
     if (n.dead || n.op == Op::Const || n.op == Op::Param) continue;

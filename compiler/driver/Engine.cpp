@@ -127,6 +127,8 @@ namespace rnnc {
 namespace {
 
 /// Arrays in the model's real type (float or double), or int32 for indices.
+/// The pointers handed out stay valid as more arrays are added: a vector that
+/// moves when its outer vector grows keeps its elements where they are.
 struct Buffers {
   bool f64;
   std::vector<std::vector<float>> f;
@@ -150,9 +152,6 @@ struct Buffers {
 bool runLoadedModel(const rnnc_model &m, const InterpInputs &in, bool grad, InterpResult &out, std::string &error) {
   const int64_t T = in.T, B = in.B;
   Buffers buf{m.real_bytes == 8, {}, {}, {}};
-  buf.f.reserve(64);
-  buf.d.reserve(64);
-  buf.i.reserve(64);
   int64_t bytes = m.workspace_bytes(T, B);
   if (bytes <= 0) {
     error = fmt::format("T = {}, B = {}: the workspace would be too large", T, B);

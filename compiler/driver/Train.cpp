@@ -280,8 +280,6 @@ std::optional<Timing> timeModel(const rnnc_model &m, const Elaboration &e, int64
   std::vector<std::vector<float>> dense;
   std::vector<std::vector<int32_t>> index;
   std::vector<const void *> inputs, seeds;
-  dense.reserve(64);
-  index.reserve(64);
   for (int32_t k = 0; k < m.n_inputs; ++k) {
     const rnnc_tensor &in = m.inputs[k];
     if (in.is_index) {
