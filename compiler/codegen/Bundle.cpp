@@ -1,6 +1,7 @@
 #include "codegen/Bundle.h"
 
 #include "codegen/CppPrinter.h"
+#include "codegen/CudaPrinter.h"
 #include "io/Array.h"
 
 #include "rnnc/checkpoint.h"
@@ -23,7 +24,7 @@ std::string tensorTable(const char *name, const std::vector<PortIR> &ports) {
   if (ports.empty()) return fmt::format("constexpr const rnnc_tensor *{} = nullptr;\n", name);
   std::string out = fmt::format("const rnnc_tensor {}[] = {{\n", name);
   for (const PortIR &p : ports)
-    out += fmt::format("    {{{}, 1, {{{}, 0}}, 0, {}, {}}},\n", quoted(p.name), p.width, p.index ? 1 : 0, p.depth);
+    out += fmt::format("    {{{}, 1, {{{}, 0}}, 0, {}, {}, 0, 0}},\n", quoted(p.name), p.width, p.index ? 1 : 0, p.depth);
   return out + "};\n";
 }
 
@@ -36,7 +37,7 @@ std::string modelIdentifier(const std::string &name) {
   return s;
 }
 
-std::string abiTable(const Program &p) {
+std::string abiTable(const Program &p, bool cuda) {
   std::string id = modelIdentifier(p.name);
   std::string out = "namespace {\n\n";
   if (p.params.empty()) out += "constexpr const rnnc_tensor *kParams = nullptr;\n";
@@ -48,7 +49,9 @@ std::string abiTable(const Program &p) {
   out += tensorTable("kInputs", p.inputs) + tensorTable("kOutputs", p.outputs) + tensorTable("kStates", p.states) +
          tensorTable("kSeeds", p.seeds) + tensorTable("kInputGrads", p.inputGrads);
   out += "\nint64_t workspace_bytes(int64_t T, int64_t B) {\n  Workspace ws;\n  return layout(T, B, nullptr, &ws);\n}\n\n";
-  out += "const char *last_error() { return rnnc::cpu::last_error().c_str(); }\n\n} // namespace\n\n";
+  out += "const char *last_error() { return rnnc::host::last_error().c_str(); }\n\n";
+  if (!cuda) out += "int synchronize() { return 0; }\n\n";
+  out += "} // namespace\n\n";
   out += fmt::format("extern \"C\" const rnnc_model *rnnc_model_{}(void) {{\n", id);
   out += "  static const rnnc_model model = {\n";
   out += fmt::format("      RNNC_ABI_VERSION, {}, \"{}\", sizeof(real),\n", quoted(p.name), kHashPlaceholder);
@@ -56,7 +59,9 @@ std::string abiTable(const Program &p) {
   out += fmt::format("      {}, kInputs, {}, kOutputs, {}, kStates, {},\n", p.inputs.size(), p.outputs.size(), p.states.size(),
                      p.hasLoss ? 1 : 0);
   out += fmt::format("      {}, kSeeds, {}, kInputGrads,\n", p.seeds.size(), p.inputGrads.size());
-  out += "      workspace_bytes, forward, backward, read_output, read_final_state, read_loss, last_error,\n  };\n";
+  out += "      workspace_bytes, forward, backward, read_output, read_final_state, read_loss, last_error,\n";
+  out += cuda ? "      RNNC_DEVICE_CUDA, synchronize, device_alloc, device_free, device_copy,\n  };\n"
+              : "      RNNC_DEVICE_CPU, synchronize, nullptr, nullptr, nullptr,\n  };\n";
   out += "  return &model;\n}\n";
   return out;
 }
@@ -165,11 +170,17 @@ static nlohmann::json manifestOf(const Program &p, const SourceManager &sm, cons
   return m;
 }
 
-Bundle printBundle(const Program &p, const SourceManager &sm, const std::string &target) {
+Bundle printBundle(const Program &p, const SourceManager &sm, const std::string &target, const CudaOptions *cuda) {
   Bundle b;
   b.model = modelIdentifier(p.name);
-  b.source = printCppModule(p, sm);
-  (void)target;
+  if (target == "cuda") {
+    CudaOptions plain;
+    const CudaOptions &o = cuda ? *cuda : plain;
+    b.source = printCudaModule(p, sm, o);
+    b.sourceExtension = o.jit ? "cpp" : "cu";
+  } else {
+    b.source = printCppModule(p, sm);
+  }
   b.hash = fnv1a(b.source);
   size_t at = b.source.find(kHashPlaceholder);
   if (at != std::string::npos) b.source.replace(at, std::string(kHashPlaceholder).size(), b.hash);
@@ -187,7 +198,7 @@ bool writeBundle(const Bundle &b, const std::string &dir, std::string &error) {
     return false;
   }
   fs::path base = fs::path(dir) / b.model;
-  return io::writeFileAtomically(base.string() + ".cpp", b.source, error) &&
+  return io::writeFileAtomically(base.string() + "." + b.sourceExtension, b.source, error) &&
          io::writeFileAtomically(base.string() + ".h", b.header, error) &&
          io::writeFileAtomically(base.string() + ".json", b.manifest.dump(2) + "\n", error);
 }

@@ -13,7 +13,8 @@ namespace rnnc::codegen {
 
 struct Bundle {
   std::string model;    // the C identifier files and symbols are named after
-  std::string source;   // <model>.cpp
+  std::string source;   // <model>.cpp, or <model>.cu
+  std::string sourceExtension = "cpp";
   std::string header;   // <model>.h
   nlohmann::json manifest;
   std::string hash;     // of the generated source, hex
@@ -22,13 +23,16 @@ struct Bundle {
 /// The C identifier of a model ("CharLM" stays, "my-cell" -> "my_cell").
 std::string modelIdentifier(const std::string &name);
 
-/// The ABI table and its entry point `rnnc_model_<model>` (end of the source).
-std::string abiTable(const Program &p);
+/// The ABI table and its entry point `rnnc_model_<model>` (end of the source);
+/// `cuda`: a model whose arrays live on the device.
+std::string abiTable(const Program &p, bool cuda = false);
 
-/// Prints the bundle for `target` ("cpu").
-Bundle printBundle(const Program &p, const SourceManager &sm, const std::string &target);
+struct CudaOptions;
 
-/// Writes DIR/<model>.{cpp,h,json}, each through a temporary file renamed
+/// Prints the bundle for `target` ("cpu" or "cuda"; `cuda` says how).
+Bundle printBundle(const Program &p, const SourceManager &sm, const std::string &target, const CudaOptions *cuda = nullptr);
+
+/// Writes DIR/<model>.{cpp or cu,h,json}, each through a temporary file renamed
 /// into place. On failure sets `error` (one line naming the file).
 bool writeBundle(const Bundle &b, const std::string &dir, std::string &error);
 

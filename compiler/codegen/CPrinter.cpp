@@ -33,6 +33,27 @@ std::string CPrinter::equationsComment(const KernelIR &k, const std::string &ind
   return out;
 }
 
+/// `(r + 2 * B) * 256`-style offset of row r of buffer b read with `delay`.
+std::string CPrinter::rowOffset(const Buffer &b, int32_t delay, const std::string &row) {
+  if (b.stepLocal) { // one step's rows: row r of the launch is r - r0
+    if (row == "r0") return "0";
+    return b.width == 1 ? "(r - r0)" : fmt::format("(r - r0) * {}", b.width);
+  }
+  if (b.ring) { // step t - delay lives in slot (t - delay) mod ring; t = r0 / B in a loop's launch
+    std::string step = delay == 0 ? "r0 / B" : fmt::format("r0 / B {} {}", delay > 0 ? '-' : '+', std::abs(delay));
+    std::string slot = fmt::format("ring_slot({}, {}) * B", step, b.ring);
+    if (row == "r") slot = fmt::format("({} + (r - r0))", slot);
+    return b.width == 1 ? slot : fmt::format("{} * {}", slot, b.width);
+  }
+  int64_t shift = b.padBefore - delay;
+  std::string r = shift == 0 ? row : shift == 1 ? fmt::format("({} + B)", row) : fmt::format("({} + {} * B)", row, shift);
+  if (shift < 0) r = fmt::format("({} - {} * B)", row, -shift);
+  return b.width == 1 ? r : fmt::format("{} * {}", r, b.width);
+}
+
+const char *CPrinter::elementType(const Buffer &b) { return b.index ? "int32_t" : "real"; }
+
+
 std::string CPrinter::rowPointer(int buffer, int32_t delay) const {
   const std::string &name = p_.buffers[buffer].name;
   if (delay == 0) return name;
@@ -137,15 +158,15 @@ std::string CPrinter::sweep(const Sweep &s, const std::string &indent) {
     out += indent + "real acc = 0;\n" + elementLoop(w, indent, "+ : acc");
     if (in.op == Op::Mse) out += fmt::format("{}const real d = {} - {};\n{}acc += d * d;\n", in2, x(0, "i"), x(1, "i"), in2);
     else out += fmt::format("{}acc += {};\n", in2, x(0, "i"));
-    out += indent + "}\n";
+    out += indent + "}\n" + combine("acc", '+', indent);
     out += fmt::format("{}{}[0] = {};\n", indent, dst, in.op == Op::Sum ? "acc" : fmt::format("acc / real({})", w));
     return out;
   }
   // cross_entropy and softmax_minus_onehot: log-sum-exp over the logits.
   out += indent + "real top = -INFINITY;\n" + elementLoop(w, indent, "max : top");
-  out += fmt::format("{}top = {}(top, {});\n{}}}\n", in2, math("max"), x(0, "i"), indent);
+  out += fmt::format("{}top = {}(top, {});\n{}}}\n", in2, math("max"), x(0, "i"), indent) + combine("top", 'M', indent);
   out += indent + "real z = 0;\n" + elementLoop(w, indent, "+ : z");
-  out += fmt::format("{}z += {}({} - top);\n{}}}\n", in2, math("exp"), x(0, "i"), indent);
+  out += fmt::format("{}z += {}({} - top);\n{}}}\n", in2, math("exp"), x(0, "i"), indent) + combine("z", '+', indent);
   out += fmt::format("{}const int32_t target = {};\n", indent, x(1, "0"));
   if (in.op == Op::CrossEntropy) {
     out += fmt::format("{}{}[0] = top + {}(z) - {};\n", indent, dst, math("log"), x(0, "target"));

@@ -29,6 +29,9 @@ public:
   static std::string literal(double v);
 
 protected:
+  /// The element offset of row `row` ("r", "r0") of buffer b read at t - delay.
+  static std::string rowOffset(const Buffer &b, int32_t delay, const std::string &row);
+  static const char *elementType(const Buffer &b);
   /// The row pointer of buffer b read with `delay` ("c_7_prev").
   std::string rowPointer(int buffer, int32_t delay) const;
   /// Element `index` of an operand ("c_7_prev[i]", "P[1024 + i]", "v3").
@@ -46,6 +49,12 @@ protected:
   /// `for (int64_t i = 0; i < n; ++i) {` (CUDA: over the threads of a row);
   /// `reduction` names the accumulator and its operator ("+:acc", "max:top").
   virtual std::string elementLoop(int64_t n, const std::string &indent, const std::string &reduction = "") const = 0;
+  /// After a reduction loop: `var` combined across the threads that shared
+  /// the loop ('+': sum, 'M': max). Nothing where one thread ran it.
+  virtual std::string combine(const std::string &var, char op, const std::string &indent) const {
+    (void)var, (void)op, (void)indent;
+    return "";
+  }
   /// Name of a math function (`std::exp`, CUDA: `expf`/`exp` through overloads).
   virtual std::string math(const char *name) const { return std::string("std::") + name; }
 

@@ -15,30 +15,6 @@
 
 namespace rnnc::codegen {
 
-namespace {
-
-/// `(r + 2 * B) * 256`-style offset of row r of buffer b read with `delay`.
-std::string rowOffset(const Buffer &b, int32_t delay, const std::string &row) {
-  if (b.stepLocal) { // one step's rows: row r of the launch is r - r0
-    if (row == "r0") return "0";
-    return b.width == 1 ? "(r - r0)" : fmt::format("(r - r0) * {}", b.width);
-  }
-  if (b.ring) { // step t - delay lives in slot (t - delay) mod ring; t = r0 / B in a loop's launch
-    std::string step = delay == 0 ? "r0 / B" : fmt::format("r0 / B {} {}", delay > 0 ? '-' : '+', std::abs(delay));
-    std::string slot = fmt::format("ring_slot({}, {}) * B", step, b.ring);
-    if (row == "r") slot = fmt::format("({} + (r - r0))", slot);
-    return b.width == 1 ? slot : fmt::format("{} * {}", slot, b.width);
-  }
-  int64_t shift = b.padBefore - delay;
-  std::string r = shift == 0 ? row : shift == 1 ? fmt::format("({} + B)", row) : fmt::format("({} + {} * B)", row, shift);
-  if (shift < 0) r = fmt::format("({} - {} * B)", row, -shift);
-  return b.width == 1 ? r : fmt::format("{} * {}", r, b.width);
-}
-
-const char *elementType(const Buffer &b) { return b.index ? "int32_t" : "real"; }
-
-} // namespace
-
 /// Row pointers of distinct buffers or steps never overlap, so the element
 /// loop is declared free of dependences (GCC gives up on proving it past a
 /// handful of pointers).
@@ -77,8 +53,8 @@ std::string CppPrinter::fusedKernel(const KernelIR &k) {
   for (auto [buffer, delay] : pointers) {
     const Buffer &b = p_.buffers[buffer];
     bool store = delay == 0 && written.count(buffer);
-    out += fmt::format("    {}{} *{} = ws.{} + {};\n", store ? "" : "const ", elementType(b), rowPointer(buffer, delay),
-                       b.name, rowOffset(b, delay, "r"));
+    out += fmt::format("    {}{} *{} = ws.{} + {};\n", store ? "" : "const ", CPrinter::elementType(b), rowPointer(buffer, delay),
+                       b.name, CPrinter::rowOffset(b, delay, "r"));
   }
   for (const Sweep &s : k.sweeps) out += (s.kind == Sweep::Kind::Map ? "" : "    {\n") + sweep(s, s.kind == Sweep::Kind::Map ? "    " : "      ") +
                                          (s.kind == Sweep::Kind::Map ? "" : "    }\n");
@@ -88,7 +64,7 @@ std::string CppPrinter::fusedKernel(const KernelIR &k) {
 std::string CppPrinter::libraryKernel(const KernelIR &k) {
   auto at = [&](int buffer, int32_t delay) {
     const Buffer &b = p_.buffers[buffer];
-    return fmt::format("ws.{} + {}", b.name, rowOffset(b, delay, "r0"));
+    return fmt::format("ws.{} + {}", b.name, CPrinter::rowOffset(b, delay, "r0"));
   };
   std::string out = signature(k, k.kind == KernelIR::Kind::Gemm || k.kind == KernelIR::Kind::GemmT,
                               k.kind != KernelIR::Kind::Gemm && k.kind != KernelIR::Kind::GemmT);

@@ -552,6 +552,7 @@ bool ProgramBuilder::build(std::string &error) {
     s.direction = stage.direction;
     s.backward = stage.backward;
     s.stream = stage.stream;
+    s.waits = stage.waits;
     for (const Kernel &launchK : stage.kernels) {
       KernelIR k;
       k.perStep = stage.loop;

@@ -100,6 +100,7 @@ struct StageIR {
   int direction = +1;
   bool backward = false;
   int stream = 0;
+  std::vector<int> waits; // stages (indices into Program::stages) on other streams it must wait for
   std::vector<int> kernels;
 };
 

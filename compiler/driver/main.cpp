@@ -2,6 +2,7 @@
 // frontend and reports diagnostics clang style; exit 0 when clean, 1 for a user
 // error (bad input or bad command line), kExitInternal for a bug in rnnc.
 #include "codegen/Bundle.h"
+#include "codegen/CudaPrinter.h"
 #include "driver/Engine.h"
 #include "driver/Entity.h"
 #include "driver/Run.h"
@@ -172,12 +173,14 @@ int run(int argc, char **argv) {
 
   CommonOptions compileOpts;
   std::string compileTarget, compileOut;
-  bool compileJit = false;
+  bool compileJit = false, compileTf32 = false, compileGraphs = false;
   CLI::App *compileCmd = app.add_subcommand("compile", "write the bundle: <model>.cpp (or .cu), <model>.h, <model>.json");
   addCommon(*compileCmd, compileOpts);
   compileCmd->add_option("--target", compileTarget, "cpu or cuda")->required()->check(CLI::IsMember({"cpu", "cuda"}));
   compileCmd->add_option("-o", compileOut, "the directory to write the bundle to")->required()->type_name("DIR");
   compileCmd->add_flag("--jit", compileJit, "cuda: kernels as a string for NVRTC, host code as plain C++");
+  compileCmd->add_flag("--tf32", compileTf32, "cuda: float GEMMs may use TF32 tensor cores (about 1e-3 relative error)");
+  compileCmd->add_flag("--cuda-graphs", compileGraphs, "cuda: capture each loop's steps once as a CUDA graph and replay it");
 
   CommonOptions trainOpts;
   TrainCommand tc;
@@ -325,9 +328,8 @@ int run(int argc, char **argv) {
       fmt::print(stderr, "rnnc: error: --jit goes with --target cuda (it puts the CUDA kernels in a string for NVRTC)\n");
       return kExitUserError;
     }
-    if (compileTarget == "cuda") {
-      fmt::print(stderr, "rnnc: error: --target cuda{} is not available in this build yet; --target cpu is\n",
-                 compileJit ? " --jit" : "");
+    if ((compileTf32 || compileGraphs) && compileTarget != "cuda") {
+      fmt::print(stderr, "rnnc: error: {} goes with --target cuda\n", compileTf32 ? "--tf32" : "--cuda-graphs");
       return kExitUserError;
     }
     auto r = readFile(compileOpts);
@@ -351,7 +353,11 @@ int run(int argc, char **argv) {
       return kExitUserError;
     }
     describeForBundle(r->sema.dims, *e, program);
-    codegen::Bundle bundle = codegen::printBundle(program, r->sm, compileTarget);
+    codegen::CudaOptions cuda;
+    cuda.jit = compileJit;
+    cuda.tf32 = compileTf32;
+    cuda.cudaGraphs = compileGraphs;
+    codegen::Bundle bundle = codegen::printBundle(program, r->sm, compileTarget, &cuda);
     if (!codegen::writeBundle(bundle, compileOut, error)) {
       fmt::print(stderr, "rnnc: error: {}\n", error);
       return kExitUserError;

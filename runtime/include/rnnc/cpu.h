@@ -1,7 +1,10 @@
 // What the C++ code rnnc generates calls: scalar functions the ops need, the
-// BLAS call behind every GEMM, and the workspace helpers. Header-only, so a
-// bundle compiles with $(rnnc --print-cflags) and links only OpenBLAS.
+// BLAS call behind every GEMM, and the row helpers on host buffers (the
+// workspace layout is rnnc/workspace.h). Header-only, so a bundle compiles
+// with $(rnnc --print-cflags) and links only OpenBLAS.
 #pragma once
+
+#include "rnnc/workspace.h"
 
 #include <cblas.h>
 
@@ -13,6 +16,8 @@
 #include <string>
 
 namespace rnnc::cpu {
+
+using namespace rnnc::host;
 
 /// exp and tanh that the compiler can vectorize: for float, a range reduction
 /// and a polynomial (Cephes' coefficients, within 2 ulp, no branches); for
@@ -83,62 +88,6 @@ inline void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const double
               ta ? M : K, B, tb ? K : N, beta, C, N);
 }
 
-/// The reason the last call failed, per thread (rnnc_model::last_error).
-inline std::string &last_error() {
-  static thread_local std::string text;
-  return text;
-}
-
-inline int fail_too_large(int64_t T, int64_t B) {
-  last_error() = "T = " + std::to_string(T) + ", B = " + std::to_string(B) +
-                 ": T and B must be at least 1 and the workspace must fit in 2^46 bytes";
-  return 1;
-}
-
-/// Every index in [0, range); else the error names the input and the position.
-inline bool check_indices(const int32_t *x, int64_t n, int64_t range, const char *input) {
-  for (int64_t i = 0; i < n; ++i)
-    if (x[i] < 0 || x[i] >= range) {
-      char text[160];
-      std::snprintf(text, sizeof text, "input %s: index %d at position %lld is out of range [0, %lld)", input, x[i],
-                    static_cast<long long>(i), static_cast<long long>(range));
-      last_error() = text;
-      return false;
-    }
-  return true;
-}
-
-/// Lays out arrays of rows × B × width, 64-byte aligned, checking every size.
-class Carver {
-public:
-  static constexpr int64_t kMaxBytes = int64_t(1) << 46;
-  Carver(void *base, int64_t T, int64_t B) : base_(static_cast<char *>(base)), T_(T), B_(B) {
-    ok_ = T >= 1 && B >= 1 && T <= (int64_t(1) << 31) && B <= (int64_t(1) << 31);
-  }
-  /// An array of (perT · T + pad) rows of B × width elements.
-  template <class E> E *take(int64_t perT, int64_t pad, int64_t width) {
-    if (!ok_) return nullptr;
-    __int128 bytes = (__int128(perT) * T_ + pad) * B_ * width * __int128(sizeof(E));
-    if (bytes > kMaxBytes || at_ + bytes > kMaxBytes) {
-      ok_ = false;
-      return nullptr;
-    }
-    E *p = base_ ? reinterpret_cast<E *>(base_ + at_) : nullptr;
-    at_ += (static_cast<int64_t>(bytes) + 63) / 64 * 64;
-    return p;
-  }
-  int64_t bytes() const { return ok_ ? std::max<int64_t>(at_, 64) : 0; }
-
-private:
-  char *base_;
-  int64_t T_, B_;
-  int64_t at_ = 0;
-  bool ok_ = true;
-};
-
-/// The slot of `step` in a ring of `ring` steps (steps before the first wrap around).
-inline int64_t ring_slot(int64_t step, int64_t ring) { return ((step % ring) + ring) % ring; }
-
 /// Rows [first, first + rows) of a [*][B][width] array set to zero.
 template <class E> inline void clear_rows(E *a, int64_t first, int64_t rows, int64_t B, int64_t width) {
   std::fill_n(a + first * B * width, rows * B * width, E(0));
@@ -151,11 +100,4 @@ template <class E> inline void copy_rows(E *a, int64_t first, const E *src, int6
 template <class E> inline void read_rows(const E *a, int64_t first, int64_t rows, int64_t B, int64_t width, E *out) {
   std::copy_n(a + first * B * width, rows * B * width, out);
 }
-/// The mean of n values, summed in double.
-template <class E> inline double mean_of(const E *a, int64_t n) {
-  double s = 0;
-  for (int64_t i = 0; i < n; ++i) s += a[i];
-  return s / static_cast<double>(n);
-}
-
 } // namespace rnnc::cpu

@@ -19,7 +19,16 @@
 extern "C" {
 #endif
 
-#define RNNC_ABI_VERSION 1
+#define RNNC_ABI_VERSION 2
+
+/* Where a model's arrays live (rnnc_model.device). */
+#define RNNC_DEVICE_CPU 0
+#define RNNC_DEVICE_CUDA 1
+
+/* rnnc_model.device_copy's directions. */
+#define RNNC_COPY_TO_DEVICE 0
+#define RNNC_COPY_TO_HOST 1
+#define RNNC_COPY_ON_DEVICE 2
 
 /* A param, a port or a state. */
 typedef struct rnnc_tensor {
@@ -83,6 +92,20 @@ typedef struct rnnc_model {
 
   /* The reason the last call failed, in this thread. */
   const char *(*last_error)(void);
+
+  /* RNNC_DEVICE_CPU: every pointer above is host memory and the calls
+   * return when done. RNNC_DEVICE_CUDA: ws, params, inputs, states, seeds,
+   * gradients and the `out` of the readers are device memory; forward and
+   * backward queue their work on the model's stream (a blocking stream, so a
+   * later cudaMemcpy on the default stream waits for it); synchronize waits
+   * for it; read_loss waits too. The device_* calls give CUDA memory for
+   * such a model (null on the CPU): alloc returns null on failure, copy
+   * (RNNC_COPY_*) returns 0 or 1 with the reason in last_error. */
+  int32_t device;
+  int (*synchronize)(void);
+  void *(*device_alloc)(int64_t bytes);
+  void (*device_free)(void *p);
+  int (*device_copy)(void *dst, const void *src, int64_t bytes, int32_t direction);
 } rnnc_model;
 
 #ifdef __cplusplus

@@ -1,0 +1,198 @@
+// 1. Index spaces: a fused kernel of one map sweep is flat, one thread per
+//    (row, element), a grid-stride loop over (r1 - r0) · width; any other
+//    kernel runs one row per block (a block-uniform grid-stride loop over
+//    rows), threads striding over the row's elements, __syncthreads() between
+//    sweeps and warp shuffles for sums and maxima.
+// 2. Library kernels have no device code: the host calls cuBLAS for GEMMs
+//    and column sums, and the prelude's grad_embed for embedding gradients.
+// 3. The prelude is self-contained (no #include), so NVRTC compiles it with
+//    no include path.
+#include "codegen/CudaPrinter.h"
+
+#include "codegen/HostCode.h"
+#include "support/Crash.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+namespace rnnc::codegen {
+
+namespace {
+
+constexpr int kFlatThreads = 256;
+
+const char *kPrelude = R"cuda(#if defined(__NVCC__) && !defined(__CUDACC_RTC__)
+#pragma nv_diag_suppress 177 // the helpers below that this model does not use
+#endif
+#ifdef __CUDACC_RTC__
+typedef long long int64_t;
+typedef int int32_t;
+#endif
+#ifndef INFINITY
+#define INFINITY __int_as_float(0x7f800000)
+#endif
+#ifndef NAN
+#define NAN __int_as_float(0x7fffffff)
+#endif
+
+// Kernels have C names for NVRTC to find; in a .cu they stay in the file.
+#ifdef __CUDACC_RTC__
+#define RNNC_KERNEL extern "C" __global__
+#else
+#define RNNC_KERNEL __global__
+#endif
+
+#ifdef RNNC_REAL_DOUBLE
+typedef double real;
+#else
+typedef float real;
+#endif
+
+// The math of the ops, for float and double alike.
+namespace math {
+__device__ __forceinline__ float exp(float x) { return ::expf(x); }
+__device__ __forceinline__ double exp(double x) { return ::exp(x); }
+__device__ __forceinline__ float log(float x) { return ::logf(x); }
+__device__ __forceinline__ double log(double x) { return ::log(x); }
+__device__ __forceinline__ float log1p(float x) { return ::log1pf(x); }
+__device__ __forceinline__ double log1p(double x) { return ::log1p(x); }
+__device__ __forceinline__ float tanh(float x) { return ::tanhf(x); }
+__device__ __forceinline__ double tanh(double x) { return ::tanh(x); }
+__device__ __forceinline__ float sqrt(float x) { return ::sqrtf(x); }
+__device__ __forceinline__ double sqrt(double x) { return ::sqrt(x); }
+__device__ __forceinline__ float fabs(float x) { return ::fabsf(x); }
+__device__ __forceinline__ double fabs(double x) { return ::fabs(x); }
+__device__ __forceinline__ float min(float a, float b) { return ::fminf(a, b); }
+__device__ __forceinline__ double min(double a, double b) { return ::fmin(a, b); }
+__device__ __forceinline__ float max(float a, float b) { return ::fmaxf(a, b); }
+__device__ __forceinline__ double max(double a, double b) { return ::fmax(a, b); }
+} // namespace math
+
+__device__ __forceinline__ real sigmoid(real x) { return real(1) / (real(1) + math::exp(-x)); }
+__device__ __forceinline__ real softplus(real x) { return x > real(20) ? x : math::log1p(math::exp(x)); }
+__device__ __forceinline__ real hard_sigmoid(real x) { return math::min(math::max(x / real(6) + real(0.5), real(0)), real(1)); }
+__device__ __forceinline__ real hard_sigmoid_grad(real x) { return x > real(-3) && x < real(3) ? real(1) / real(6) : real(0); }
+__device__ __forceinline__ real silu(real x) { return x * sigmoid(x); }
+__device__ __forceinline__ real step(real x) { return x > real(0) ? real(1) : real(0); }
+__device__ __forceinline__ real sign(real x) { return x > real(0) ? real(1) : x < real(0) ? real(-1) : real(0); }
+
+// The slot of `step` in a ring of `ring` steps (steps before the first wrap around).
+__host__ __device__ __forceinline__ int64_t ring_slot(int64_t step, int64_t ring) { return ((step % ring) + ring) % ring; }
+
+// Sums and maxima over a block (blockDim.x a multiple of 32, at most 1024):
+// every thread gets the result, in an order that does not change between runs.
+__device__ __forceinline__ real warp_sum(real v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+__device__ __forceinline__ real warp_max(real v) {
+  for (int o = 16; o > 0; o >>= 1) v = math::max(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+__device__ real block_sum(real v) {
+  __shared__ real part[32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  v = warp_sum(v);
+  __syncthreads(); // the previous reduction has read part[]
+  if (lane == 0) part[warp] = v;
+  __syncthreads();
+  return warp_sum(lane < int(blockDim.x >> 5) ? part[lane] : real(0));
+}
+__device__ real block_max(real v) {
+  __shared__ real part[32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  v = warp_max(v);
+  __syncthreads();
+  if (lane == 0) part[warp] = v;
+  __syncthreads();
+  return warp_max(lane < int(blockDim.x >> 5) ? part[lane] : -INFINITY);
+}
+
+// a[0 .. n) = value.
+RNNC_KERNEL void __launch_bounds__(256) fill(real *a, int64_t n, real value) {
+  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x) a[e] = value;
+}
+
+// g[row[r]][i] += d[r][i] for r < rows: a thread owns column i of every
+// table row, so the sums need no atomics and do not change between runs.
+RNNC_KERNEL void __launch_bounds__(256) grad_embed(const real *__restrict__ d, const int32_t *__restrict__ row,
+                                                             real *__restrict__ g, int64_t rows, int64_t cols) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < cols; i += int64_t(gridDim.x) * blockDim.x)
+    for (int64_t r = 0; r < rows; ++r) g[row[r] * cols + i] += d[r * cols + i];
+}
+)cuda";
+
+} // namespace
+
+bool CudaPrinter::isFlat(const KernelIR &k) { return k.sweeps.size() == 1 && k.sweeps[0].kind == Sweep::Kind::Map; }
+
+int CudaPrinter::threadsOf(const KernelIR &k) {
+  if (isFlat(k)) return kFlatThreads;
+  int64_t widest = 1;
+  for (const Sweep &s : k.sweeps) widest = std::max({widest, s.width, s.body.empty() ? 1 : s.body.front().inWidth});
+  return static_cast<int>(std::min<int64_t>(256, (widest + 31) / 32 * 32));
+}
+
+std::string CudaPrinter::elementLoop(int64_t n, const std::string &indent, const std::string &) const {
+  if (flat_) return indent + "{\n"; // i is the thread's element
+  return fmt::format("{}for (int64_t i = threadIdx.x; i < {}; i += blockDim.x) {{\n", indent, n);
+}
+
+std::string CudaPrinter::combine(const std::string &var, char op, const std::string &indent) const {
+  return fmt::format("{}{} = block_{}({});\n", indent, var, op == '+' ? "sum" : "max", var);
+}
+
+std::string CudaPrinter::math(const char *name) const { return std::string("math::") + name; }
+
+std::string CudaPrinter::fusedKernel(const KernelIR &k) {
+  std::set<int> written;
+  auto pointers = rowPointers(k, written);
+  flat_ = isFlat(k);
+  int threads = threadsOf(k);
+  std::string out = fmt::format("RNNC_KERNEL void __launch_bounds__({}) {}(const Workspace ws, const real *__restrict__ P,\n"
+                                "    int64_t B, int64_t r0, int64_t r1) {{\n",
+                                threads, k.name);
+  std::string rows;
+  for (auto [buffer, delay] : pointers) {
+    const Buffer &b = p_.buffers[buffer];
+    bool store = delay == 0 && written.count(buffer);
+    rows += fmt::format("    {}{} *__restrict__ {} = ws.{} + {};\n", store ? "" : "const ", elementType(b),
+                        rowPointer(buffer, delay), b.name, rowOffset(b, delay, "r"));
+  }
+  if (flat_) {
+    int64_t w = k.sweeps[0].width;
+    out += fmt::format("  const int64_t n = (r1 - r0) * {};\n", w);
+    out += "  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x) {\n";
+    out += fmt::format("    const int64_t r = r0 + e / {}, i = e % {};\n", w, w);
+    out += rows + sweep(k.sweeps[0], "    ");
+    flat_ = false;
+    return out + "  }\n}\n";
+  }
+  out += "  for (int64_t r = r0 + blockIdx.x; r < r1; r += gridDim.x) { // one row per block\n" + rows;
+  for (size_t s = 0; s < k.sweeps.size(); ++s) {
+    if (s) out += "    __syncthreads(); // the sweep before wrote what this one reads\n";
+    bool scoped = k.sweeps[s].kind != Sweep::Kind::Map;
+    out += (scoped ? "    {\n" : "") + sweep(k.sweeps[s], scoped ? "      " : "    ") + (scoped ? "    }\n" : "");
+  }
+  return out + "  }\n}\n";
+}
+
+std::string CudaPrinter::libraryKernel(const KernelIR &) { RNNC_UNREACHABLE("library kernels are host calls on CUDA"); }
+
+std::vector<std::string> cudaKernelNames(const Program &p) {
+  std::vector<std::string> names = {"fill", "grad_embed"};
+  for (const KernelIR &k : p.kernels)
+    if (k.kind == KernelIR::Kind::Fused) names.push_back(k.name);
+  return names;
+}
+
+std::string printCudaKernels(const Program &p, const SourceManager &sm) {
+  std::string out = kPrelude;
+  out += "\n" + workspaceStruct(p, "  real *ones; // [T][B][n] ones: what the bias gradients' column sums multiply\n") + "\n";
+  CudaPrinter printer(p, sm);
+  for (const KernelIR &k : p.kernels)
+    if (k.kind == KernelIR::Kind::Fused) out += printer.kernel(k) + "\n";
+  return out;
+}
+
+} // namespace rnnc::codegen

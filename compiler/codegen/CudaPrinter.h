@@ -1,0 +1,51 @@
+// The CUDA target: the shared C-like printer with rows mapped to blocks and
+// elements to threads. A kernel of one map sweep is a flat grid-stride loop
+// over rows × elements; a kernel of several sweeps (or a reduction) gives
+// each row a block, with __syncthreads() between sweeps and warp-shuffle
+// block reductions. GEMMs are cuBLAS calls (runtime/include/rnnc/cuda.h).
+#pragma once
+
+#include "codegen/CPrinter.h"
+
+namespace rnnc::codegen {
+
+struct CudaOptions {
+  bool jit = false;        // kernels as a string for NVRTC, host code as plain C++
+  bool tf32 = false;       // cuBLAS may use TF32 tensor cores for float GEMMs
+  bool cudaGraphs = false; // each loop stage captured once as a CUDA graph and replayed
+};
+
+class CudaPrinter : public CPrinter {
+public:
+  using CPrinter::CPrinter;
+
+  /// Threads per block of a fused kernel, and whether it is one flat sweep.
+  static int threadsOf(const KernelIR &k);
+  static bool isFlat(const KernelIR &k);
+
+protected:
+  std::string fusedKernel(const KernelIR &k) override;
+  std::string libraryKernel(const KernelIR &k) override;
+  std::string elementLoop(int64_t n, const std::string &indent, const std::string &reduction = "") const override;
+  std::string combine(const std::string &var, char op, const std::string &indent) const override;
+  std::string math(const char *name) const override;
+
+private:
+  bool flat_ = false; // printing a flat kernel: i is the thread's element
+};
+
+/// The device code of a program: the prelude (real, math, block reductions,
+/// the helper kernels), the Workspace struct and every fused kernel. The
+/// same text is the body of a .cu bundle and the NVRTC string of --jit.
+std::string printCudaKernels(const Program &p, const SourceManager &sm);
+
+/// The names of the __global__ functions printCudaKernels defines, in the
+/// order the host code indexes them.
+std::vector<std::string> cudaKernelNames(const Program &p);
+
+/// The whole <model>.cu (or, with jit, the <model>.cpp host part holding the
+/// kernels as a string): kernels, workspace layout, stages on streams,
+/// forward, backward and the C ABI table.
+std::string printCudaModule(const Program &p, const SourceManager &sm, const CudaOptions &o);
+
+} // namespace rnnc::codegen

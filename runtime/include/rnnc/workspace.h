@@ -1,0 +1,76 @@
+// What the host code of every target's bundle shares: the workspace layout
+// (Carver), the ring slots, the per-thread error text, and the checks of
+// sizes and index inputs. Header-only, no dependencies beyond the C++ library.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+namespace rnnc::host {
+
+/// The reason the last call failed, per thread (rnnc_model::last_error).
+inline std::string &last_error() {
+  static thread_local std::string text;
+  return text;
+}
+
+inline int fail_too_large(int64_t T, int64_t B) {
+  last_error() = "T = " + std::to_string(T) + ", B = " + std::to_string(B) +
+                 ": T and B must be at least 1 and the workspace must fit in 2^46 bytes";
+  return 1;
+}
+
+/// Every index in [0, range); else the error names the input and the position.
+inline bool check_indices(const int32_t *x, int64_t n, int64_t range, const char *input) {
+  for (int64_t i = 0; i < n; ++i)
+    if (x[i] < 0 || x[i] >= range) {
+      char text[160];
+      std::snprintf(text, sizeof text, "input %s: index %d at position %lld is out of range [0, %lld)", input, x[i],
+                    static_cast<long long>(i), static_cast<long long>(range));
+      last_error() = text;
+      return false;
+    }
+  return true;
+}
+
+/// Lays out arrays of rows × B × width, 64-byte aligned, checking every size.
+class Carver {
+public:
+  static constexpr int64_t kMaxBytes = int64_t(1) << 46;
+  Carver(void *base, int64_t T, int64_t B) : base_(static_cast<char *>(base)), T_(T), B_(B) {
+    ok_ = T >= 1 && B >= 1 && T <= (int64_t(1) << 31) && B <= (int64_t(1) << 31);
+  }
+  /// An array of (perT · T + pad) rows of B × width elements.
+  template <class E> E *take(int64_t perT, int64_t pad, int64_t width) {
+    if (!ok_) return nullptr;
+    __int128 bytes = (__int128(perT) * T_ + pad) * B_ * width * __int128(sizeof(E));
+    if (bytes > kMaxBytes || at_ + bytes > kMaxBytes) {
+      ok_ = false;
+      return nullptr;
+    }
+    E *p = base_ ? reinterpret_cast<E *>(base_ + at_) : nullptr;
+    at_ += (static_cast<int64_t>(bytes) + 63) / 64 * 64;
+    return p;
+  }
+  int64_t bytes() const { return ok_ ? std::max<int64_t>(at_, 64) : 0; }
+
+private:
+  char *base_;
+  int64_t T_, B_;
+  int64_t at_ = 0;
+  bool ok_ = true;
+};
+
+/// The slot of `step` in a ring of `ring` steps (steps before the first wrap around).
+inline int64_t ring_slot(int64_t step, int64_t ring) { return ((step % ring) + ring) % ring; }
+
+/// The mean of n values, summed in double.
+template <class E> inline double mean_of(const E *a, int64_t n) {
+  double s = 0;
+  for (int64_t i = 0; i < n; ++i) s += a[i];
+  return s / static_cast<double>(n);
+}
+
+} // namespace rnnc::host
