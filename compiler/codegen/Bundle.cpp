@@ -173,6 +173,7 @@ static nlohmann::json manifestOf(const Program &p, const SourceManager &sm, cons
 Bundle printBundle(const Program &p, const SourceManager &sm, const std::string &target, const CudaOptions *cuda) {
   Bundle b;
   b.model = modelIdentifier(p.name);
+  b.target = target;
   if (target == "cuda") {
     CudaOptions plain;
     const CudaOptions &o = cuda ? *cuda : plain;

@@ -13,6 +13,7 @@ namespace rnnc::codegen {
 
 struct Bundle {
   std::string model;    // the C identifier files and symbols are named after
+  std::string target = "cpu"; // "cpu" or "cuda"
   std::string source;   // <model>.cpp, or <model>.cu
   std::string sourceExtension = "cpp";
   std::string header;   // <model>.h

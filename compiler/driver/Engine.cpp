@@ -5,6 +5,7 @@
 //    leaves a half-written library under the key.
 #include "driver/Engine.h"
 
+#include "rnnc/device.h"
 #include "rnnc/memory.h"
 
 #include <cstdlib>
@@ -48,10 +49,43 @@ std::string shellQuote(const std::string &s) {
 
 std::string runtimeCflags() { return "-I" + std::string(RNNC_RUNTIME_INCLUDE_DIR); }
 
+/// The CUDA toolkit's root: $CUDA_HOME, else the one rnnc was built with.
+static std::string cudaHome() {
+  for (const char *name : {"RNNC_CUDA_HOME", "CUDA_HOME", "CUDA_PATH"})
+    if (const char *c = std::getenv(name); c && *c) return c;
+#ifdef RNNC_CUDA_ROOT
+  return RNNC_CUDA_ROOT;
+#else
+  return "";
+#endif
+}
+
+/// Extra flags from the environment ($RNNC_CXXFLAGS, $RNNC_LDFLAGS), e.g.
+/// where OpenBLAS or the CUDA libraries are on an unusual machine.
+static std::string envFlags(const char *name) {
+  const char *v = std::getenv(name);
+  return v && *v ? std::string(" ") + v : "";
+}
+
 const rnnc_model *loadCompiledModel(const codegen::Bundle &b, bool f64, std::string &error) {
-  std::string flags = "-std=c++17 -O3 -march=native -fopenmp -fPIC -shared " + runtimeCflags();
+  bool cuda = b.target == "cuda";
+  std::string flags, libs;
+  if (cuda) { // host code only: the kernels are compiled by NVRTC when the model first runs
+    std::string home = cudaHome();
+    if (home.empty()) {
+      error = "the CUDA engine needs the CUDA toolkit: set CUDA_HOME";
+      return nullptr;
+    }
+    flags = "-std=c++17 -O2 -fPIC -shared " + runtimeCflags() + " -I" + shellQuote(home + "/include");
+    libs = fmt::format("-L{} -Wl,-rpath,{} -lcudart -lcublas -lnvrtc", shellQuote(home + "/lib64"), shellQuote(home + "/lib64"));
+  } else {
+    flags = "-std=c++17 -O3 -march=native -fopenmp -fPIC -shared " + runtimeCflags();
+    libs = "-lopenblas";
+  }
   if (f64) flags += " -DRNNC_REAL_DOUBLE";
-  std::string key = fnv1a(b.source + "\n" + flags + "\n" + compiler());
+  flags += envFlags("RNNC_CXXFLAGS");
+  libs += envFlags("RNNC_LDFLAGS");
+  std::string key = fnv1a(b.source + "\n" + flags + "\n" + libs + "\n" + compiler());
   fs::path dir = cacheRoot() / key;
   fs::path lib = dir / ("lib" + b.model + ".so");
   std::error_code ec;
@@ -75,9 +109,8 @@ const rnnc_model *loadCompiledModel(const codegen::Bundle &b, bool f64, std::str
       }
     }
     fs::path log = tmp / "build.log";
-    std::string cmd = fmt::format("{} {} {} -o {} -lopenblas > {} 2>&1", shellQuote(compiler()), flags,
-                                  shellQuote(src.string()), shellQuote((tmp / lib.filename()).string()),
-                                  shellQuote(log.string()));
+    std::string cmd = fmt::format("{} {} {} -o {} {} > {} 2>&1", shellQuote(compiler()), flags, shellQuote(src.string()),
+                                  shellQuote((tmp / lib.filename()).string()), libs, shellQuote(log.string()));
     int rc = std::system(cmd.c_str());
     if (rc != 0) {
       std::ifstream in(log);
@@ -113,7 +146,8 @@ const rnnc_model *loadCompiledModel(const codegen::Bundle &b, bool f64, std::str
     return nullptr;
   }
   const rnnc_model *m = entry();
-  if (m->abi_version != RNNC_ABI_VERSION || m->real_bytes != (f64 ? 8 : 4)) {
+  if (m->abi_version != RNNC_ABI_VERSION || m->real_bytes != (f64 ? 8 : 4) ||
+      m->device != (cuda ? RNNC_DEVICE_CUDA : RNNC_DEVICE_CPU)) {
     error = fmt::format("{} was built for another ABI", lib.string());
     return nullptr;
   }
@@ -150,87 +184,109 @@ struct Buffers {
 } // namespace
 
 bool runLoadedModel(const rnnc_model &m, const InterpInputs &in, bool grad, InterpResult &out, std::string &error) {
-  const int64_t T = in.T, B = in.B;
+  const int64_t T = in.T, B = in.B, rb = m.real_bytes;
   Buffers buf{m.real_bytes == 8, {}, {}, {}};
+  rt::ModelMemory mem(m);
   int64_t bytes = m.workspace_bytes(T, B);
   if (bytes <= 0) {
     error = fmt::format("T = {}, B = {}: the workspace would be too large", T, B);
     return false;
   }
   if (std::string why = rt::memoryShortfall(static_cast<double>(bytes), fmt::format("T = {}, B = {}: the workspace", T, B));
-      !why.empty()) {
+      !mem.onDevice() && !why.empty()) {
     error = why;
     return false;
   }
-  std::unique_ptr<void, void (*)(void *)> ws(std::aligned_alloc(64, static_cast<size_t>((bytes + 63) / 64 * 64)), std::free);
-  if (!ws) {
-    error = fmt::format("cannot allocate {} bytes of workspace", bytes);
+  void *ws = mem.alloc(bytes);
+  auto failed = [&] {
+    error = mem.error();
     return false;
-  }
+  };
+  if (!ws) return failed();
+  // Host arrays go where the model reads them; what it writes comes back.
+  auto place = [&](const void *host, int64_t n, int64_t elementBytes) { return mem.in(host, n * elementBytes); };
+  auto back = [&](const void *model, int64_t n, bool index, std::vector<double> &to) {
+    if (index) {
+      std::vector<int32_t> v(static_cast<size_t>(n));
+      if (!mem.download(v.data(), model, n * 4)) return false;
+      to.assign(v.begin(), v.end());
+      return true;
+    }
+    void *host = buf.zeros(n);
+    if (!mem.download(host, model, n * rb)) return false;
+    to = buf.back(host, n);
+    return true;
+  };
   std::vector<double> flat(static_cast<size_t>(m.param_elements), 0.0);
   for (int32_t k = 0; k < m.n_params; ++k) {
     const auto &v = in.params.at(m.params[k].name);
     std::copy(v.begin(), v.end(), flat.begin() + m.params[k].offset);
   }
-  void *params = buf.real(flat);
+  const void *params = place(buf.real(flat), m.param_elements, rb);
+  if (!params) return failed();
   std::vector<const void *> inputs, states, seeds;
   for (int32_t k = 0; k < m.n_inputs; ++k) {
     const auto &v = in.inputs.at(m.inputs[k].name);
-    inputs.push_back(m.inputs[k].is_index ? buf.index(v) : buf.real(v));
+    inputs.push_back(m.inputs[k].is_index ? place(buf.index(v), T * B, 4) : place(buf.real(v), T * B * m.inputs[k].shape[0], rb));
+    if (!inputs.back()) return failed();
   }
   for (int32_t k = 0; k < m.n_states; ++k) {
-    auto it = in.states.find(m.states[k].name);
-    states.push_back(it == in.states.end() ? nullptr : m.states[k].is_index ? buf.index(it->second) : buf.real(it->second));
+    const rnnc_tensor &s = m.states[k];
+    auto it = in.states.find(s.name);
+    int64_t n = s.depth * B * (s.is_index ? 1 : s.shape[0]);
+    states.push_back(it == in.states.end() ? nullptr : s.is_index ? place(buf.index(it->second), n, 4) : place(buf.real(it->second), n, rb));
+    if (it != in.states.end() && !states.back()) return failed();
   }
-  if (m.forward(ws.get(), T, B, params, inputs.data(), states.data()) != 0) {
+  if (m.forward(ws, T, B, params, inputs.data(), states.data()) != 0) {
     error = m.last_error();
     return false;
   }
   for (int32_t k = 0; k < m.n_outputs; ++k) {
-    int64_t w = m.outputs[k].is_index ? 1 : m.outputs[k].shape[0];
-    void *o = buf.zeros(T * B * w);
-    m.read_output(ws.get(), T, B, k, o);
-    out.outputs[m.outputs[k].name] = buf.back(o, T * B * w);
+    const rnnc_tensor &o = m.outputs[k];
+    int64_t n = T * B * (o.is_index ? 1 : o.shape[0]);
+    void *d = mem.alloc(n * rb);
+    if (!d) return failed();
+    m.read_output(ws, T, B, k, d);
+    if (!back(d, n, o.is_index, out.outputs[o.name])) return failed();
   }
   for (int32_t k = 0; k < m.n_states; ++k) {
     const rnnc_tensor &s = m.states[k];
     int64_t n = s.depth * B * (s.is_index ? 1 : s.shape[0]);
-    if (s.is_index) {
-      std::vector<int32_t> v(static_cast<size_t>(n));
-      m.read_final_state(ws.get(), T, B, k, v.data());
-      out.finalStates[s.name] = std::vector<double>(v.begin(), v.end());
-    } else {
-      void *o = buf.zeros(n);
-      m.read_final_state(ws.get(), T, B, k, o);
-      out.finalStates[s.name] = buf.back(o, n);
-    }
+    void *d = mem.alloc(n * rb);
+    if (!d) return failed();
+    m.read_final_state(ws, T, B, k, d);
+    if (!back(d, n, s.is_index, out.finalStates[s.name])) return failed();
   }
-  if (m.has_loss) out.loss = m.read_loss(ws.get(), T, B);
+  if (m.has_loss) out.loss = m.read_loss(ws, T, B);
   if (!grad) return true;
   for (int32_t k = 0; k < m.n_seeds; ++k) {
     auto it = in.seeds.find(m.seeds[k].name);
-    seeds.push_back(it == in.seeds.end() ? nullptr : buf.real(it->second));
+    seeds.push_back(it == in.seeds.end() ? nullptr : place(buf.real(it->second), T * B * m.seeds[k].shape[0], rb));
+    if (it != in.seeds.end() && !seeds.back()) return failed();
   }
-  void *grads = buf.zeros(m.param_elements);
+  void *grads = mem.alloc(m.param_elements * rb);
   std::vector<void *> inputGrads, stateGrads;
-  for (int32_t k = 0; k < m.n_input_grads; ++k) inputGrads.push_back(buf.zeros(T * B * m.input_grads[k].shape[0]));
+  for (int32_t k = 0; k < m.n_input_grads; ++k) inputGrads.push_back(mem.alloc(T * B * m.input_grads[k].shape[0] * rb));
   for (int32_t k = 0; k < m.n_states; ++k)
-    stateGrads.push_back(m.states[k].is_index ? nullptr : buf.zeros(m.states[k].depth * B * m.states[k].shape[0]));
-  if (m.backward(ws.get(), T, B, params, seeds.data(), grads, inputGrads.data(), stateGrads.data()) != 0) {
+    stateGrads.push_back(m.states[k].is_index ? nullptr : mem.alloc(m.states[k].depth * B * m.states[k].shape[0] * rb));
+  if (!grads || !mem.error().empty()) return failed();
+  if (m.backward(ws, T, B, params, seeds.data(), grads, inputGrads.data(), stateGrads.data()) != 0) {
     error = m.last_error();
     return false;
   }
-  std::vector<double> g = buf.back(grads, m.param_elements);
+  std::vector<double> g;
+  if (!back(grads, m.param_elements, false, g)) return failed();
   for (int32_t k = 0; k < m.n_params; ++k) {
     const rnnc_tensor &p = m.params[k];
     int64_t n = p.shape[0] * (p.rank > 1 ? p.shape[1] : 1);
     out.paramGrads[p.name] = std::vector<double>(g.begin() + p.offset, g.begin() + p.offset + n);
   }
   for (int32_t k = 0; k < m.n_input_grads; ++k)
-    out.inputGrads[m.input_grads[k].name] = buf.back(inputGrads[k], T * B * m.input_grads[k].shape[0]);
+    if (!back(inputGrads[k], T * B * m.input_grads[k].shape[0], false, out.inputGrads[m.input_grads[k].name])) return failed();
   for (int32_t k = 0; k < m.n_states; ++k)
-    if (stateGrads[k])
-      out.stateGrads[m.states[k].name] = buf.back(stateGrads[k], m.states[k].depth * B * m.states[k].shape[0]);
+    if (stateGrads[k] &&
+        !back(stateGrads[k], m.states[k].depth * B * m.states[k].shape[0], false, out.stateGrads[m.states[k].name]))
+      return failed();
   return true;
 }
 

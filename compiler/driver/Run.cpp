@@ -1,6 +1,7 @@
 #include "driver/Run.h"
 
 #include "codegen/Bundle.h"
+#include "codegen/CudaPrinter.h"
 #include "driver/Engine.h"
 #include "passes/Pipeline.h"
 #include "rnnc/init.h"
@@ -89,7 +90,7 @@ void writeArray(const std::string &path, std::vector<int64_t> shape, std::vector
 
 } // namespace
 
-/// Compiles g (already differentiated when --grad) for the CPU, builds and
+/// Compiles g (already differentiated when --grad) for o.device, builds and
 /// loads it, and runs it on the interpreter's inputs.
 static InterpResult runCompiled(const Graph &g, const InterpInputs &in, const RunOptions &o) {
   SourceManager scratch;
@@ -103,7 +104,9 @@ static InterpResult runCompiled(const Graph &g, const InterpInputs &in, const Ru
   codegen::Program program;
   std::string error;
   if (!codegen::buildProgram(c, program, error)) fail(error);
-  codegen::Bundle bundle = codegen::printBundle(program, sm, "cpu");
+  codegen::CudaOptions jit;
+  jit.jit = true;
+  codegen::Bundle bundle = codegen::printBundle(program, sm, o.device, &jit);
   const rnnc_model *m = loadCompiledModel(bundle, o.f64, error);
   if (!m) fail(error);
   InterpResult r;

@@ -24,7 +24,8 @@ struct RunOptions {
   std::map<std::string, std::string> seeds;  // output NAME -> DY.npy
   std::string out;                           // DIR
   bool f64 = false;
-  bool compiled = false;              // the compiled CPU engine (else the interpreter)
+  bool compiled = false;              // the compiled engine (else the interpreter)
+  std::string device = "cpu";         // the compiled engine's device: cpu or cuda
   bool optimize = true;               // false: -O0
   const SourceManager *sm = nullptr;  // for the equations comments of generated code
 };

@@ -9,6 +9,8 @@
 #include "driver/Train.h"
 
 #include "codegen/Bundle.h"
+#include "codegen/CudaPrinter.h"
+#include "rnnc/device.h"
 #include "driver/Engine.h"
 #include "driver/Entity.h"
 #include "driver/Run.h"
@@ -97,7 +99,7 @@ std::optional<std::string> wrapperText(const FrontendResult &r, const Elaboratio
 /// Lowered, differentiated, scheduled and printed for the CPU; null after
 /// printing why not.
 std::optional<codegen::Bundle> bundleOf(FrontendResult &r, const Elaboration &e, bool optimize, bool backward,
-                                        bool inputGrads) {
+                                        bool inputGrads, const std::string &device) {
   std::optional<Graph> g;
   Compilation c;
   try {
@@ -125,7 +127,9 @@ std::optional<codegen::Bundle> bundleOf(FrontendResult &r, const Elaboration &e,
     return std::nullopt;
   }
   describeForBundle(r.sema.dims, e, program);
-  return codegen::printBundle(program, r.sm, "cpu");
+  codegen::CudaOptions jit; // the engine builds host code with the system compiler, kernels with NVRTC
+  jit.jit = true;
+  return codegen::printBundle(program, r.sm, device, &jit);
 }
 
 const rnnc_model *load(const codegen::Bundle &b) {
@@ -226,7 +230,7 @@ int trainCommand(const TrainCommand &c) {
   if (!loadForTask(c.file, c.dims, c.entry, c.color, c.train.task, loaded)) return 1;
   FrontendResult &r = loaded.wrapper ? *loaded.wrapper : *loaded.file;
   // Training needs neither dL/dx nor the initial states' gradients.
-  auto bundle = bundleOf(r, *loaded.entity, c.optimize, true, /*inputGrads=*/false);
+  auto bundle = bundleOf(r, *loaded.entity, c.optimize, true, /*inputGrads=*/false, c.device);
   if (!bundle) return 1;
   const rnnc_model *m = load(*bundle);
   if (!m) return 1;
@@ -269,7 +273,8 @@ std::optional<Timing> timeModel(const rnnc_model &m, const Elaboration &e, int64
   double bytes = static_cast<double>(t.workspaceBytes);
   for (int32_t k = 0; k < m.n_inputs; ++k) bytes += 4.0 * T * B * (m.inputs[k].is_index ? 1 : m.inputs[k].shape[0]);
   for (int32_t k = 0; k < m.n_seeds; ++k) bytes += 4.0 * T * B * m.seeds[k].shape[0];
-  if (std::string why = rt::memoryShortfall(bytes, fmt::format("--batch {} --seq {}: the run", B, T)); !why.empty()) {
+  if (std::string why = rt::memoryShortfall(bytes, fmt::format("--batch {} --seq {}: the run", B, T));
+      m.device == RNNC_DEVICE_CPU && !why.empty()) {
     fmt::print(stderr, "rnnc: error: {}\n", why);
     return std::nullopt;
   }
@@ -297,24 +302,34 @@ std::optional<Timing> timeModel(const rnnc_model &m, const Elaboration &e, int64
     for (auto &x : v) x = normal(rng);
     seeds.push_back(v.data());
   }
-  std::unique_ptr<void, void (*)(void *)> ws(std::aligned_alloc(64, static_cast<size_t>((t.workspaceBytes + 63) / 64 * 64)),
-                                             std::free);
-  if (!ws) {
-    fmt::print(stderr, "rnnc: error: cannot allocate {} bytes of workspace\n", t.workspaceBytes);
+  // Everything the model reads goes where it runs (on a GPU: device memory)
+  // before the clock starts; a run ends when the device is done with it.
+  rt::ModelMemory mem(m);
+  void *ws = mem.alloc(t.workspaceBytes);
+  std::vector<float> grads(params.size());
+  const void *dParams = mem.in(params.data(), static_cast<int64_t>(params.size()) * 4);
+  void *dGrads = mem.mirror(grads.data(), static_cast<int64_t>(grads.size()) * 4);
+  for (int32_t k = 0; k < m.n_inputs; ++k)
+    inputs[k] = mem.in(inputs[k], T * B * (m.inputs[k].is_index ? 1 : m.inputs[k].shape[0]) * 4);
+  for (int32_t k = 0; k < m.n_seeds; ++k) seeds[k] = mem.in(seeds[k], T * B * m.seeds[k].shape[0] * 4);
+  if (!ws || !dParams || !dGrads || !mem.error().empty()) {
+    fmt::print(stderr, "rnnc: error: {}\n", mem.error());
     return std::nullopt;
   }
-  std::vector<float> grads(params.size());
   std::vector<double> fwd, step;
   using clock = std::chrono::steady_clock;
   auto ms = [](clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); };
   for (int i = 0; i < warmup + runs; ++i) {
     auto t0 = clock::now();
-    if (m.forward(ws.get(), T, B, params.data(), inputs.data(), nullptr) != 0) {
+    if (m.forward(ws, T, B, dParams, inputs.data(), nullptr) != 0 || m.synchronize() != 0) {
       fmt::print(stderr, "rnnc: error: {}\n", m.last_error());
       return std::nullopt;
     }
     auto t1 = clock::now();
-    m.backward(ws.get(), T, B, params.data(), seeds.data(), grads.data(), nullptr, nullptr);
+    if (m.backward(ws, T, B, dParams, seeds.data(), dGrads, nullptr, nullptr) != 0 || m.synchronize() != 0) {
+      fmt::print(stderr, "rnnc: error: {}\n", m.last_error());
+      return std::nullopt;
+    }
     auto t2 = clock::now();
     if (i >= warmup) {
       fwd.push_back(ms(t1 - t0));
@@ -344,13 +359,14 @@ int benchCommand(const BenchCommand &c) {
   const char *threads = std::getenv("OMP_NUM_THREADS");
   out["threads"] = threads && std::atoi(threads) > 0 ? std::atoi(threads) : static_cast<int>(std::thread::hardware_concurrency());
   out["runs"] = c.runs;
+  out["device"] = c.device;
   std::vector<std::pair<std::string, bool>> variants = {{"optimized", true}};
   if (!c.onlyOptimized) variants.push_back({"O0", false});
   std::map<std::string, Timing> timings;
   for (const auto &[label, optimize] : variants) {
     // The inputs' and initial states' gradients too, as torch's backward and
     // oneDNN's diff_src and diff_src_iter compute them.
-    auto bundle = bundleOf(r, *loaded.entity, optimize, true, /*inputGrads=*/true);
+    auto bundle = bundleOf(r, *loaded.entity, optimize, true, /*inputGrads=*/true, c.device);
     if (!bundle) return 1;
     const rnnc_model *m = load(*bundle);
     if (!m) return 1;
@@ -372,8 +388,8 @@ int benchCommand(const BenchCommand &c) {
     fmt::print("{}\n", out.dump(2));
     return 0;
   }
-  fmt::print("{}: B = {}, T = {}, {} threads, median of {} runs\n", out["model"].get<std::string>(), c.batch, c.seq,
-             out["threads"].get<int>(), c.runs);
+  fmt::print("{}: B = {}, T = {}, {}, median of {} runs\n", out["model"].get<std::string>(), c.batch, c.seq,
+             c.device == "cuda" ? std::string("CUDA") : fmt::format("{} threads", out["threads"].get<int>()), c.runs);
   fmt::print("  {:<10} {:>12} {:>14} {:>14} {:>14}\n", "", "forward ms", "fwd+bwd ms", "tokens/s", "workspace MB");
   for (const auto &[label, optimize] : variants) {
     const Timing &t = timings[label];

@@ -21,6 +21,7 @@ struct TrainCommand {
   bool color = false;
   rt::TrainOptions train;
   std::string params; // initial params (safetensors); empty: drawn with the seed
+  std::string device = "cpu"; // cpu or cuda (resolved)
 };
 
 int trainCommand(const TrainCommand &c);
@@ -34,6 +35,7 @@ struct BenchCommand {
   int runs = 10, warmup = 2;
   bool json = false;
   bool onlyOptimized = false; // skip the -O0 column
+  std::string device = "cpu";  // cpu or cuda (resolved)
 };
 
 int benchCommand(const BenchCommand &c);

@@ -3,6 +3,7 @@
 // error (bad input or bad command line), kExitInternal for a bug in rnnc.
 #include "codegen/Bundle.h"
 #include "codegen/CudaPrinter.h"
+#include "driver/Device.h"
 #include "driver/Engine.h"
 #include "driver/Entity.h"
 #include "driver/Run.h"
@@ -297,13 +298,15 @@ int run(int argc, char **argv) {
     if (!pairs(runInputs, "--input", ro.inputs) || !pairs(runStates, "--state", ro.states) ||
         !pairs(runGrads, "--grad", ro.seeds))
       return kExitUserError;
-    if (runDevice == "cuda") {
-      fmt::print(stderr, "rnnc: error: --device cuda needs the CUDA engine, which this build does not have yet; "
-                         "--device cpu runs the generated C++\n");
-      return kExitUserError;
-    }
     if (!timeParallelSupported(runOpts)) return kExitUserError;
     ro.compiled = runEngine == "compiled";
+    if (ro.compiled) {
+      ro.device = resolveDevice(runDevice);
+      if (ro.device.empty()) return kExitUserError;
+    } else if (runDevice == "cuda") {
+      fmt::print(stderr, "rnnc: error: --engine interp runs on the CPU; --device cuda goes with the compiled engine\n");
+      return kExitUserError;
+    }
     ro.optimize = !runOpts.o0;
     auto r = readFile(runOpts);
     if (!r || !r->ok()) {
@@ -376,14 +379,10 @@ int run(int argc, char **argv) {
     }
     return true;
   };
-  auto cpuOnly = [](const std::string &device) {
-    if (device != "cuda") return true;
-    fmt::print(stderr, "rnnc: error: --device cuda needs the CUDA engine, which this build does not have yet; "
-                       "--device cpu runs the generated C++\n");
-    return false;
-  };
   if (trainCmd->parsed()) {
-    if (!cpuOnly(trainDevice) || !timeParallelSupported(trainOpts) || !dimsOf(trainOpts, tc.dims)) return kExitUserError;
+    if (!timeParallelSupported(trainOpts) || !dimsOf(trainOpts, tc.dims)) return kExitUserError;
+    tc.device = resolveDevice(trainDevice);
+    if (tc.device.empty()) return kExitUserError;
     tc.file = trainOpts.file;
     tc.entry = trainOpts.entry;
     tc.optimize = !trainOpts.o0;
@@ -391,7 +390,9 @@ int run(int argc, char **argv) {
     return trainCommand(tc);
   }
   if (benchCmd->parsed()) {
-    if (!cpuOnly(benchDevice) || !timeParallelSupported(benchOpts) || !dimsOf(benchOpts, bc.dims)) return kExitUserError;
+    if (!timeParallelSupported(benchOpts) || !dimsOf(benchOpts, bc.dims)) return kExitUserError;
+    bc.device = resolveDevice(benchDevice);
+    if (bc.device.empty()) return kExitUserError;
     if (benchOpts.o0) bc.onlyOptimized = false;
     bc.file = benchOpts.file;
     bc.entry = benchOpts.entry;

@@ -14,6 +14,8 @@
 // the seed and the checkpoint a run starts from.
 #include "rnnc/trainer.h"
 
+#include "rnnc/device.h"
+
 #include "io/Array.h"
 #include "rnnc/checkpoint.h"
 #include "rnnc/memory.h"
@@ -32,10 +34,6 @@ namespace {
 
 /// Arrays the loop allocates beyond the workspace are refused above this.
 constexpr int64_t kMaxBufferBytes = int64_t(1) << 34;
-
-struct FreeDeleter {
-  void operator()(void *p) const { std::free(p); }
-};
 
 /// Step 1: what the loop needs of the model and the options.
 bool checkRun(const rnnc_model &m, const std::vector<float> &params, const TrainOptions &o, std::string &error) {
@@ -165,19 +163,32 @@ bool trainChecked(const rnnc_model &m, std::vector<float> &params, const TrainOp
     return false;
   }
   if (std::string why = memoryShortfall(static_cast<double>(wsBytes), fmt::format("the workspace for {} steps x {} sequences", T, B));
-      !why.empty()) {
+      m.device == RNNC_DEVICE_CPU && !why.empty()) {
     error = fmt::format("model '{}': {}", m.name, why);
     return false;
   }
-  std::unique_ptr<void, FreeDeleter> ws(std::aligned_alloc(64, static_cast<size_t>((wsBytes + 63) / 64 * 64)));
-  if (!ws) {
-    error = fmt::format("model '{}': cannot allocate {} bytes of workspace", m.name, wsBytes);
-    return false;
-  }
+  // Params, gradients and the optimizer stay on the host; a CUDA model gets
+  // device copies of what it reads and writes each step.
+  ModelMemory mem(m);
+  void *ws = mem.alloc(wsBytes);
   std::vector<float> grads(static_cast<size_t>(m.param_elements));
   std::vector<float> output(static_cast<size_t>(T * B * m.outputs[0].shape[0]));
-  std::vector<const void *> states;
-  for (const auto &c : r.carry) states.push_back(c.data());
+  const int64_t paramBytes = m.param_elements * 4, outputBytes = static_cast<int64_t>(output.size()) * 4;
+  void *dParams = mem.mirror(params.data(), paramBytes), *dGrads = mem.mirror(grads.data(), paramBytes);
+  void *dOutput = mem.mirror(output.data(), outputBytes);
+  std::vector<void *> dInputs, dStates;
+  for (int32_t k = 0; k < m.n_inputs && mem.onDevice(); ++k)
+    dInputs.push_back(mem.alloc(T * B * (m.inputs[k].is_index ? 1 : m.inputs[k].shape[0]) * 4));
+  for (auto &c : r.carry) dStates.push_back(mem.mirror(c.data(), static_cast<int64_t>(c.size()) * 4));
+  if (!ws || !dParams || !dGrads || !dOutput || !mem.error().empty()) {
+    error = fmt::format("model '{}': {}", m.name, mem.error());
+    return false;
+  }
+  auto moved = [&](bool copied) {
+    if (!copied) error = fmt::format("model '{}': {}", m.name, mem.error());
+    return copied;
+  };
+  std::vector<const void *> states(dStates.begin(), dStates.end());
   Segment segment;
 
   if (!o.quiet) fmt::print(stderr, "{}\n", startLine(r));
@@ -188,25 +199,41 @@ bool trainChecked(const rnnc_model &m, std::vector<float> &params, const TrainOp
     r.task->next(segment);
     if (r.task->wrapped())
       for (auto &c : r.carry) std::fill(c.begin(), c.end(), 0.0f);
-    if (m.forward(ws.get(), T, B, params.data(), segment.pointers.data(), r.carry.empty() ? nullptr : states.data())) {
+    std::vector<const void *> inputs = segment.pointers;
+    for (size_t k = 0; k < dInputs.size(); ++k) {
+      const int64_t bytes = T * B * (m.inputs[k].is_index ? 1 : m.inputs[k].shape[0]) * 4;
+      if (!moved(mem.upload(dInputs[k], segment.pointers[k], bytes))) return false;
+      inputs[k] = dInputs[k];
+    }
+    for (size_t k = 0; k < dStates.size(); ++k)
+      if (!moved(mem.upload(dStates[k], r.carry[k].data(), static_cast<int64_t>(r.carry[k].size()) * 4))) return false;
+    if (!moved(mem.upload(dParams, params.data(), paramBytes))) return false;
+    if (m.forward(ws, T, B, dParams, inputs.data(), r.carry.empty() ? nullptr : states.data())) {
       error = fmt::format("model '{}': forward failed at step {}: {}", m.name, step, m.last_error());
       return false;
     }
-    const double loss = m.read_loss(ws.get(), T, B);
+    const double loss = m.read_loss(ws, T, B);
     if (!std::isfinite(loss)) {
       error = fmt::format("the loss is {} at step {} (try a smaller --lr or --clip)", loss, step);
       return false;
     }
-    m.backward(ws.get(), T, B, params.data(), nullptr, grads.data(), nullptr, nullptr);
+    if (m.backward(ws, T, B, dParams, nullptr, dGrads, nullptr, nullptr)) {
+      error = fmt::format("model '{}': backward failed at step {}: {}", m.name, step, m.last_error());
+      return false;
+    }
+    if (!moved(mem.download(grads.data(), dGrads, paramBytes))) return false;
     const double norm = clipGradNorm(grads.data(), m.param_elements, o.clip);
     if (!std::isfinite(norm)) {
       error = fmt::format("the gradient norm is {} at step {}", norm, step);
       return false;
     }
     r.opt->step(params.data(), grads.data());
-    for (size_t k = 0; k < r.carry.size(); ++k)
-      m.read_final_state(ws.get(), T, B, static_cast<int32_t>(k), r.carry[k].data());
-    m.read_output(ws.get(), T, B, 0, output.data());
+    for (size_t k = 0; k < r.carry.size(); ++k) {
+      m.read_final_state(ws, T, B, static_cast<int32_t>(k), dStates[k]);
+      if (!moved(mem.download(r.carry[k].data(), dStates[k], static_cast<int64_t>(r.carry[k].size()) * 4))) return false;
+    }
+    m.read_output(ws, T, B, 0, dOutput);
+    if (!moved(mem.download(output.data(), dOutput, outputBytes))) return false;
     const double metric = r.task->metric(output.data(), loss);
     r.step = step;
     result.losses.push_back(loss);

@@ -1,0 +1,83 @@
+// Arrays where a model's entry points want them: host memory for a CPU
+// model, device memory for a CUDA model (through the model's own
+// device_alloc/device_copy, so the program driving it links no CUDA
+// library). Everything allocated is freed with the ModelMemory.
+#pragma once
+
+#include "rnnc/model.h"
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace rnnc::rt {
+
+class ModelMemory {
+public:
+  explicit ModelMemory(const rnnc_model &m) : m_(m) {}
+  ModelMemory(const ModelMemory &) = delete;
+  ModelMemory &operator=(const ModelMemory &) = delete;
+  ~ModelMemory() {
+    for (void *p : owned_) onDevice() ? m_.device_free(p) : std::free(p);
+  }
+
+  bool onDevice() const { return m_.device == RNNC_DEVICE_CUDA; }
+
+  /// `bytes` the model may read and write (host: 64-byte aligned). Null
+  /// when they cannot be had; error() says why.
+  void *alloc(int64_t bytes) {
+    size_t n = static_cast<size_t>((bytes > 0 ? bytes : 1) + 63) / 64 * 64;
+    void *p = onDevice() ? m_.device_alloc(static_cast<int64_t>(n)) : std::aligned_alloc(64, n);
+    if (!p) error_ = "cannot allocate " + std::to_string(bytes) + " bytes" + (onDevice() ? std::string(" on the device: ") + m_.last_error() : "");
+    else owned_.push_back(p);
+    return p;
+  }
+
+  /// Where the model reads and writes what the host keeps in `host`: the
+  /// array itself on the CPU, `bytes` of device memory on CUDA (copied with
+  /// upload and download). Null on failure.
+  void *mirror(void *host, int64_t bytes) { return onDevice() ? alloc(bytes) : host; }
+
+  /// The host array `host` where the model reads it: itself on the CPU, a
+  /// device copy on CUDA. Null on failure.
+  const void *in(const void *host, int64_t bytes) {
+    if (!onDevice() || !host) return host;
+    void *p = alloc(bytes);
+    if (p && !upload(p, host, bytes)) return nullptr;
+    return p;
+  }
+
+  /// Copies `bytes` from host memory into the model's memory at `model`.
+  bool upload(void *model, const void *host, int64_t bytes) {
+    if (!onDevice()) {
+      if (model != host) std::memcpy(model, host, static_cast<size_t>(bytes));
+      return true;
+    }
+    return check(m_.device_copy(model, host, bytes, RNNC_COPY_TO_DEVICE));
+  }
+
+  /// Copies `bytes` of the model's memory at `model` out to host memory.
+  bool download(void *host, const void *model, int64_t bytes) {
+    if (!onDevice()) {
+      if (model != host) std::memcpy(host, model, static_cast<size_t>(bytes));
+      return true;
+    }
+    return check(m_.device_copy(host, model, bytes, RNNC_COPY_TO_HOST));
+  }
+
+  const std::string &error() const { return error_; }
+
+private:
+  bool check(int rc) {
+    if (rc == 0) return true;
+    error_ = m_.last_error();
+    return false;
+  }
+  const rnnc_model &m_;
+  std::vector<void *> owned_;
+  std::string error_;
+};
+
+} // namespace rnnc::rt
