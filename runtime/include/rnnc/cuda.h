@@ -166,11 +166,16 @@ inline cudaError_t read_rows(const E *a, int64_t first, int64_t rows, int64_t B,
 /// rnnc/cuda_jit.h) with `args` by value; the error names `what`.
 template <class... Args>
 inline bool launch(const void *kernel, const char *what, unsigned grid, unsigned block, cudaStream_t s, Args... args) {
+#ifdef RNNC_CUDA_EMULATOR // tests/emulator: the kernel's threads run on the host
+  (void)what;
+  return rnnc_emulator::launch(kernel, grid, block, s, args...);
+#else
   void *argv[] = {static_cast<void *>(&args)...};
   cudaError_t e = cudaLaunchKernel(kernel, dim3(grid), dim3(block), argv, 0, s);
   if (e == cudaSuccess) return true;
   last_error() = std::string("cudaLaunchKernel(") + what + "): " + cudaGetErrorString(e);
   return false;
+#endif
 }
 
 /// Grid size of a grid-stride launch over n elements: enough blocks to fill

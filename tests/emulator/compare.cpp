@@ -1,0 +1,164 @@
+// compare CPU.so CUDA.so SYMBOL T B: runs the model a CPU bundle and a CUDA
+// bundle (built against tests/emulator/include) export, on the same random
+// params, inputs, initial states and seeds, twice over, and checks that
+// outputs, final states, the loss and every gradient agree within 1e-9
+// (double builds), relative to each array's largest value. Exit 0 when
+// they do; 1 with what differs.
+#include "rnnc/device.h"
+#include "rnnc/model.h"
+
+#include <cmath>
+#include <cstdio>
+#include <dlfcn.h>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+const rnnc_model *load(const char *lib, const char *symbol) {
+  void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    std::fprintf(stderr, "compare: %s\n", dlerror());
+    return nullptr;
+  }
+  auto entry = reinterpret_cast<const rnnc_model *(*)()>(dlsym(h, symbol));
+  if (!entry) {
+    std::fprintf(stderr, "compare: %s has no %s\n", lib, symbol);
+    return nullptr;
+  }
+  const rnnc_model *m = entry();
+  if (m->real_bytes != 8) {
+    std::fprintf(stderr, "compare: %s is not a double build\n", lib);
+    return nullptr;
+  }
+  return m;
+}
+
+using Arrays = std::vector<std::pair<std::string, std::vector<double>>>;
+
+struct Data {
+  std::vector<double> params;
+  std::vector<std::vector<double>> inputs, states, seeds; // index inputs hold integers
+};
+
+int64_t widthOf(const rnnc_tensor &t) { return t.is_index ? 1 : t.shape[0]; }
+
+/// Everything the model computes from `d`, through its own kind of memory.
+bool runModel(const rnnc_model &m, const Data &d, int64_t T, int64_t B, Arrays &out) {
+  rnnc::rt::ModelMemory mem(m);
+  void *ws = mem.alloc(m.workspace_bytes(T, B));
+  auto place = [&](const std::vector<double> &v, bool index) -> const void * {
+    if (!index) return mem.in(v.data(), static_cast<int64_t>(v.size()) * 8);
+    std::vector<int32_t> i(v.begin(), v.end());
+    void *p = mem.alloc(static_cast<int64_t>(i.size()) * 4);
+    return p && mem.upload(p, i.data(), static_cast<int64_t>(i.size()) * 4) ? p : nullptr;
+  };
+  auto take = [&](const std::string &name, const void *p, int64_t n, bool index) {
+    std::vector<double> v(static_cast<size_t>(n));
+    if (index) {
+      std::vector<int32_t> i(static_cast<size_t>(n));
+      mem.download(i.data(), p, n * 4);
+      v.assign(i.begin(), i.end());
+    } else {
+      mem.download(v.data(), p, n * 8);
+    }
+    out.push_back({name, v});
+  };
+  const void *P = place(d.params, false);
+  std::vector<const void *> inputs, states, seeds;
+  for (int32_t k = 0; k < m.n_inputs; ++k) inputs.push_back(place(d.inputs[k], m.inputs[k].is_index));
+  for (int32_t k = 0; k < m.n_states; ++k) states.push_back(place(d.states[k], m.states[k].is_index));
+  for (int32_t k = 0; k < m.n_seeds; ++k) seeds.push_back(place(d.seeds[k], false));
+  if (!ws || !P || !mem.error().empty()) {
+    std::fprintf(stderr, "compare: %s\n", mem.error().c_str());
+    return false;
+  }
+  if (m.forward(ws, T, B, P, inputs.data(), states.data()) || m.synchronize()) {
+    std::fprintf(stderr, "compare: forward: %s\n", m.last_error());
+    return false;
+  }
+  for (int32_t k = 0; k < m.n_outputs; ++k) {
+    int64_t n = T * B * widthOf(m.outputs[k]);
+    void *o = mem.alloc(n * 8);
+    m.read_output(ws, T, B, k, o);
+    take(std::string("output ") + m.outputs[k].name, o, n, m.outputs[k].is_index);
+  }
+  for (int32_t k = 0; k < m.n_states; ++k) {
+    int64_t n = m.states[k].depth * B * widthOf(m.states[k]);
+    void *o = mem.alloc(n * 8);
+    m.read_final_state(ws, T, B, k, o);
+    take(std::string("final state ") + m.states[k].name, o, n, m.states[k].is_index);
+  }
+  out.push_back({"loss", {m.read_loss(ws, T, B)}});
+  if (!m.n_seeds && !m.has_loss) return true;
+  void *G = mem.alloc(m.param_elements * 8);
+  std::vector<void *> inputGrads, stateGrads;
+  for (int32_t k = 0; k < m.n_input_grads; ++k) inputGrads.push_back(mem.alloc(T * B * m.input_grads[k].shape[0] * 8));
+  for (int32_t k = 0; k < m.n_states; ++k)
+    stateGrads.push_back(m.states[k].is_index ? nullptr : mem.alloc(m.states[k].depth * B * m.states[k].shape[0] * 8));
+  if (m.backward(ws, T, B, P, seeds.data(), G, inputGrads.data(), stateGrads.data()) || m.synchronize()) {
+    std::fprintf(stderr, "compare: backward: %s\n", m.last_error());
+    return false;
+  }
+  take("param gradients", G, m.param_elements, false);
+  for (int32_t k = 0; k < m.n_input_grads; ++k)
+    take(std::string("gradient of input ") + m.input_grads[k].name, inputGrads[k], T * B * m.input_grads[k].shape[0], false);
+  for (int32_t k = 0; k < m.n_states; ++k)
+    if (stateGrads[k])
+      take(std::string("gradient of state ") + m.states[k].name, stateGrads[k], m.states[k].depth * B * m.states[k].shape[0],
+           false);
+  return true;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  if (argc != 6) {
+    std::fprintf(stderr, "usage: compare CPU.so CUDA.so SYMBOL T B\n");
+    return 2;
+  }
+  const rnnc_model *cpu = load(argv[1], argv[3]), *cuda = load(argv[2], argv[3]);
+  if (!cpu || !cuda) return 2;
+  if (cuda->device != RNNC_DEVICE_CUDA || cpu->device != RNNC_DEVICE_CPU) {
+    std::fprintf(stderr, "compare: expected a CPU and a CUDA model\n");
+    return 2;
+  }
+  const int64_t T = std::stoll(argv[4]), B = std::stoll(argv[5]);
+  std::mt19937_64 rng(7);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  Data d;
+  for (int64_t i = 0; i < cpu->param_elements; ++i) d.params.push_back(0.4 * normal(rng));
+  auto fill = [&](const rnnc_tensor &t, int64_t rows) {
+    std::vector<double> v(static_cast<size_t>(rows * B * widthOf(t)));
+    for (double &x : v) x = t.is_index ? static_cast<double>(rng() % static_cast<uint64_t>(t.shape[0])) : normal(rng);
+    return v;
+  };
+  for (int32_t k = 0; k < cpu->n_inputs; ++k) d.inputs.push_back(fill(cpu->inputs[k], T));
+  for (int32_t k = 0; k < cpu->n_states; ++k) d.states.push_back(fill(cpu->states[k], cpu->states[k].depth));
+  for (int32_t k = 0; k < cpu->n_seeds; ++k) d.seeds.push_back(fill(cpu->seeds[k], T));
+
+  Arrays want, got, again;
+  if (!runModel(*cpu, d, T, B, want) || !runModel(*cuda, d, T, B, got) || !runModel(*cuda, d, T, B, again)) return 1;
+  if (want.size() != got.size()) {
+    std::fprintf(stderr, "compare: %zu results on the CPU, %zu emulated\n", want.size(), got.size());
+    return 1;
+  }
+  int bad = 0;
+  for (size_t a = 0; a < want.size(); ++a) {
+    const auto &[name, w] = want[a];
+    const auto &g = got[a].second;
+    double top = 1e-300, worst = 0;
+    for (double x : w) top = std::max(top, std::fabs(x));
+    for (size_t i = 0; i < w.size(); ++i) {
+      double e = std::fabs(w[i] - g[i]) / top;
+      worst = std::isnan(e) ? INFINITY : std::max(worst, e);
+    }
+    bool same = got[a].second == again[a].second;
+    bool good = worst <= 1e-9 && same;
+    bad += !good;
+    std::printf("%-4s %-32s %zu values, largest %.3g, relative error %.2g%s\n", good ? "ok" : "BAD", name.c_str(), w.size(),
+                top, worst, same ? "" : ", and two emulated runs differ");
+  }
+  return bad ? 1 : 0;
+}
