@@ -104,8 +104,8 @@ static InterpResult runCompiled(const Graph &g, const InterpInputs &in, const Ru
   codegen::Program program;
   std::string error;
   if (!codegen::buildProgram(c, program, error)) fail(error);
-  codegen::CudaOptions jit;
-  jit.jit = true;
+  codegen::CudaOptions jit = o.cuda;
+  jit.jit = true; // host code built by the system compiler, kernels by NVRTC
   codegen::Bundle bundle = codegen::printBundle(program, sm, o.device, &jit);
   const rnnc_model *m = loadCompiledModel(bundle, o.f64, error);
   if (!m) fail(error);

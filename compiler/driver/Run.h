@@ -4,6 +4,8 @@
 // and nothing is written until everything is computed.
 #pragma once
 
+#include "codegen/CudaPrinter.h"
+
 #include "frontend/Sema.h"
 #include "codegen/KernelIR.h"
 #include "io/Array.h"
@@ -26,6 +28,7 @@ struct RunOptions {
   bool f64 = false;
   bool compiled = false;              // the compiled engine (else the interpreter)
   std::string device = "cpu";         // the compiled engine's device: cpu or cuda
+  codegen::CudaOptions cuda;          // --tf32, --cuda-graphs
   bool optimize = true;               // false: -O0
   const SourceManager *sm = nullptr;  // for the equations comments of generated code
 };

@@ -99,7 +99,7 @@ std::optional<std::string> wrapperText(const FrontendResult &r, const Elaboratio
 /// Lowered, differentiated, scheduled and printed for the CPU; null after
 /// printing why not.
 std::optional<codegen::Bundle> bundleOf(FrontendResult &r, const Elaboration &e, bool optimize, bool backward,
-                                        bool inputGrads, const std::string &device) {
+                                        bool inputGrads, const std::string &device, codegen::CudaOptions cuda) {
   std::optional<Graph> g;
   Compilation c;
   try {
@@ -127,9 +127,8 @@ std::optional<codegen::Bundle> bundleOf(FrontendResult &r, const Elaboration &e,
     return std::nullopt;
   }
   describeForBundle(r.sema.dims, e, program);
-  codegen::CudaOptions jit; // the engine builds host code with the system compiler, kernels with NVRTC
-  jit.jit = true;
-  return codegen::printBundle(program, r.sm, device, &jit);
+  cuda.jit = true; // the engine builds host code with the system compiler, kernels with NVRTC
+  return codegen::printBundle(program, r.sm, device, &cuda);
 }
 
 const rnnc_model *load(const codegen::Bundle &b) {
@@ -230,7 +229,7 @@ int trainCommand(const TrainCommand &c) {
   if (!loadForTask(c.file, c.dims, c.entry, c.color, c.train.task, loaded)) return 1;
   FrontendResult &r = loaded.wrapper ? *loaded.wrapper : *loaded.file;
   // Training needs neither dL/dx nor the initial states' gradients.
-  auto bundle = bundleOf(r, *loaded.entity, c.optimize, true, /*inputGrads=*/false, c.device);
+  auto bundle = bundleOf(r, *loaded.entity, c.optimize, true, /*inputGrads=*/false, c.device, c.cuda);
   if (!bundle) return 1;
   const rnnc_model *m = load(*bundle);
   if (!m) return 1;
@@ -366,7 +365,7 @@ int benchCommand(const BenchCommand &c) {
   for (const auto &[label, optimize] : variants) {
     // The inputs' and initial states' gradients too, as torch's backward and
     // oneDNN's diff_src and diff_src_iter compute them.
-    auto bundle = bundleOf(r, *loaded.entity, optimize, true, /*inputGrads=*/true, c.device);
+    auto bundle = bundleOf(r, *loaded.entity, optimize, true, /*inputGrads=*/true, c.device, c.cuda);
     if (!bundle) return 1;
     const rnnc_model *m = load(*bundle);
     if (!m) return 1;

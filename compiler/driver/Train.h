@@ -6,6 +6,7 @@
 // like any other file.
 #pragma once
 
+#include "codegen/CudaPrinter.h"
 #include "frontend/Frontend.h"
 #include "rnnc/trainer.h"
 
@@ -22,6 +23,7 @@ struct TrainCommand {
   rt::TrainOptions train;
   std::string params; // initial params (safetensors); empty: drawn with the seed
   std::string device = "cpu"; // cpu or cuda (resolved)
+  codegen::CudaOptions cuda;  // --tf32, --cuda-graphs
 };
 
 int trainCommand(const TrainCommand &c);
@@ -36,6 +38,7 @@ struct BenchCommand {
   bool json = false;
   bool onlyOptimized = false; // skip the -O0 column
   std::string device = "cpu";  // cpu or cuda (resolved)
+  codegen::CudaOptions cuda;   // --tf32, --cuda-graphs
 };
 
 int benchCommand(const BenchCommand &c);

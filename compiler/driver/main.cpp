@@ -156,6 +156,9 @@ int run(int argc, char **argv) {
   CLI::Option *gradOpt = run->add_option("--grad", runGrads, "gradients of L = sum <y, dy> (alone: of the loss)")
                              ->expected(0, -1)->type_name("NAME=DY.npy");
   bool runParamGradsOnly = false;
+  codegen::CudaOptions runCuda;
+  run->add_flag("--tf32", runCuda.tf32, "cuda: float GEMMs may use TF32 tensor cores");
+  run->add_flag("--cuda-graphs", runCuda.cudaGraphs, "cuda: replay each loop as a CUDA graph");
   run->add_flag("--param-grads-only", runParamGradsOnly,
                 "with --grad: only the params' gradients (what training computes), no grad/<input> or grad/initial");
   run->add_option("--out", runOut, "where the results go")->required()->type_name("DIR");
@@ -214,6 +217,8 @@ int run(int argc, char **argv) {
   trainCmd->add_option("--resume", tc.train.resume, "continue from this checkpoint")->type_name("CKPT");
   trainCmd->add_option("--log", tc.train.log, "a CSV log: step, loss, metric, grad norm, lr, seconds")->type_name("FILE.csv");
   trainCmd->add_flag("--quiet", tc.train.quiet, "no progress, only errors");
+  trainCmd->add_flag("--tf32", tc.cuda.tf32, "cuda: float GEMMs may use TF32 tensor cores");
+  trainCmd->add_flag("--cuda-graphs", tc.cuda.cudaGraphs, "cuda: replay each loop as a CUDA graph");
 
   CommonOptions benchOpts;
   BenchCommand bc;
@@ -226,6 +231,8 @@ int run(int argc, char **argv) {
   benchCmd->add_option("--warmup", bc.warmup, "untimed runs first")->check(CLI::Range(0, 100000));
   benchCmd->add_option("--device", benchDevice, "auto, cpu or cuda")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   benchCmd->add_flag("--json", bc.json, "print JSON");
+  benchCmd->add_flag("--tf32", bc.cuda.tf32, "cuda: float GEMMs may use TF32 tensor cores");
+  benchCmd->add_flag("--cuda-graphs", bc.cuda.cudaGraphs, "cuda: replay each loop as a CUDA graph");
   benchCmd->add_flag("--no-baseline", bc.onlyOptimized, "skip the -O0 build");
 
   auto isCommand = [&](const std::string &name) {
@@ -300,6 +307,7 @@ int run(int argc, char **argv) {
       return kExitUserError;
     if (!timeParallelSupported(runOpts)) return kExitUserError;
     ro.compiled = runEngine == "compiled";
+    ro.cuda = runCuda;
     if (ro.compiled) {
       ro.device = resolveDevice(runDevice);
       if (ro.device.empty()) return kExitUserError;
