@@ -146,7 +146,7 @@ std::string CPrinter::sweep(const Sweep &s, const std::string &indent) {
     for (size_t k = 0; k < s.body.size(); ++k) {
       const Instr &in = s.body[k];
       out += fmt::format("{}const real v{} = {};\n", in2, k, mapExpr(in));
-      if (in.store >= 0) out += fmt::format("{}{}[i] = v{};\n", in2, rowPointer(in.store, 0), k);
+      if (in.store >= 0) out += fmt::format("{}{} = v{};\n", in2, storeTarget(in.store), k);
     }
     return out + indent + "}\n";
   }

@@ -35,7 +35,9 @@ protected:
   /// The row pointer of buffer b read with `delay` ("c_7_prev").
   std::string rowPointer(int buffer, int32_t delay) const;
   /// Element `index` of an operand ("c_7_prev[i]", "P[1024 + i]", "v3").
-  std::string operand(const Operand &o, const std::string &index) const;
+  virtual std::string operand(const Operand &o, const std::string &index) const;
+  /// Where a map sweep stores element i of buffer b ("c_7[i]").
+  virtual std::string storeTarget(int buffer) const { return rowPointer(buffer, 0) + "[i]"; }
   /// The right-hand side of a map op at element i.
   std::string mapExpr(const Instr &in) const;
   /// A sweep's statements for one row, at `indent`.

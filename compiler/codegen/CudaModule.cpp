@@ -129,7 +129,8 @@ std::string CudaModulePrinter::launcher(const KernelIR &k, int index) {
   switch (k.kind) {
   case KernelIR::Kind::Fused: {
     int threads = CudaPrinter::threadsOf(k);
-    std::string grid = CudaPrinter::isFlat(k) ? fmt::format("grid_for((r1 - r0) * {}, {})", k.sweeps[0].width, threads)
+    std::string grid = CudaPrinter::isFlat(k) ? fmt::format("grid_for((r1 - r0) * {}, {})",
+                                                            k.sweeps[0].width / CudaPrinter::elementsPerThread(k, p_), threads)
                                               : "grid_for(r1 - r0, 1)";
     out += "  (void)G, (void)blas;\n";
     out += fmt::format("  return launch(kernel_[{}], \"{}\", {}, {}, s, ws, P, B, r0, r1) ? 0 : 1;\n}}\n", index, k.name,

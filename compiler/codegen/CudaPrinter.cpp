@@ -76,6 +76,13 @@ __device__ __forceinline__ real silu(real x) { return x * sigmoid(x); }
 __device__ __forceinline__ real step(real x) { return x > real(0) ? real(1) : real(0); }
 __device__ __forceinline__ real sign(real x) { return x > real(0) ? real(1) : x < real(0) ? real(-1) : real(0); }
 
+// Four consecutive elements, loaded and stored as one (16 bytes for float).
+struct alignas(4 * sizeof(real)) real4 {
+  real v[4];
+};
+__device__ __forceinline__ real4 load4(const real *p) { return *reinterpret_cast<const real4 *>(p); }
+__device__ __forceinline__ void store4(real *p, const real4 &x) { *reinterpret_cast<real4 *>(p) = x; }
+
 // The slot of `step` in a ring of `ring` steps (steps before the first wrap around).
 __host__ __device__ __forceinline__ int64_t ring_slot(int64_t step, int64_t ring) { return ((step % ring) + ring) % ring; }
 
@@ -126,6 +133,26 @@ RNNC_KERNEL void __launch_bounds__(256) grad_embed(const real *__restrict__ d, c
 
 bool CudaPrinter::isFlat(const KernelIR &k) { return k.sweeps.size() == 1 && k.sweeps[0].kind == Sweep::Kind::Map; }
 
+int CudaPrinter::elementsPerThread(const KernelIR &k, const Program &p) {
+  if (!isFlat(k) || k.sweeps[0].width % 4) return 1;
+  for (const Instr &in : k.sweeps[0].body) {
+    switch (in.op) { // these read at offsets computed per element, or from an index
+    case Op::Slice: case Op::Pad: case Op::Concat: case Op::Embed: case Op::Broadcast: return 1;
+    default: break;
+    }
+    if (in.store >= 0 && (p.buffers[in.store].width % 4 || p.buffers[in.store].index)) return 1;
+    for (const Operand &o : in.args) {
+      if (o.scalar || o.kind == Operand::Kind::Local || o.kind == Operand::Kind::Const || o.kind == Operand::Kind::LossSeed)
+        continue;
+      if (o.kind == Operand::Kind::Param && o.paramOffset % 4 == 0) continue;
+      if (o.kind == Operand::Kind::Load && o.shift % 4 == 0 && p.buffers[o.buffer].width % 4 == 0 && !p.buffers[o.buffer].index)
+        continue;
+      return 1;
+    }
+  }
+  return 4;
+}
+
 int CudaPrinter::threadsOf(const KernelIR &k) {
   if (isFlat(k)) return kFlatThreads;
   int64_t widest = 1;
@@ -134,6 +161,8 @@ int CudaPrinter::threadsOf(const KernelIR &k) {
 }
 
 std::string CudaPrinter::elementLoop(int64_t n, const std::string &indent, const std::string &) const {
+  if (flat_ && vector_ > 1) // the thread's elements, from i0
+    return fmt::format("{}#pragma unroll\n{}for (int i = 0; i < {}; ++i) {{\n", indent, indent, vector_);
   if (flat_) return indent + "{\n"; // i is the thread's element
   return fmt::format("{}for (int64_t i = threadIdx.x; i < {}; i += blockDim.x) {{\n", indent, n);
 }
@@ -142,30 +171,82 @@ std::string CudaPrinter::combine(const std::string &var, char op, const std::str
   return fmt::format("{}{} = block_{}({});\n", indent, var, op == '+' ? "sum" : "max", var);
 }
 
+/// The register copy of a vector-loaded operand: "x_0_4", "add_8_128_4", "P_98304_4".
+std::string CudaPrinter::vectorName(const Operand &o) const {
+  if (o.kind == Operand::Kind::Param) return fmt::format("P_{}_4", o.paramOffset);
+  return rowPointer(o.buffer, o.delay) + (o.shift ? fmt::format("_{}", o.shift) : "") + "_4";
+}
+
+std::string CudaPrinter::operand(const Operand &o, const std::string &index) const {
+  bool vectorLoaded = (o.kind == Operand::Kind::Load || o.kind == Operand::Kind::Param) && !o.scalar;
+  if (vector_ > 1 && vectorLoaded) return vectorName(o) + ".v[" + index + "]";
+  return CPrinter::operand(o, index);
+}
+
+std::string CudaPrinter::storeTarget(int buffer) const {
+  if (vector_ > 1) return rowPointer(buffer, 0) + "_4.v[i]";
+  return CPrinter::storeTarget(buffer);
+}
+
 std::string CudaPrinter::math(const char *name) const { return std::string("math::") + name; }
 
 std::string CudaPrinter::fusedKernel(const KernelIR &k) {
   std::set<int> written;
   auto pointers = rowPointers(k, written);
   flat_ = isFlat(k);
+  vector_ = flat_ ? elementsPerThread(k, p_) : 1;
   int threads = threadsOf(k);
-  std::string out = fmt::format("RNNC_KERNEL void __launch_bounds__({}) {}(const Workspace ws, const real *__restrict__ P,\n"
+  bool vector = vector_ > 1;
+  std::string out = fmt::format("RNNC_KERNEL void __launch_bounds__({}) {}(const Workspace ws, const real *__restrict__ {},\n"
                                 "    int64_t B, int64_t r0, int64_t r1) {{\n",
-                                threads, k.name);
+                                threads, k.name, vector ? "params" : "P");
   std::string rows;
   for (auto [buffer, delay] : pointers) {
     const Buffer &b = p_.buffers[buffer];
     bool store = delay == 0 && written.count(buffer);
-    rows += fmt::format("    {}{} *__restrict__ {} = ws.{} + {};\n", store ? "" : "const ", elementType(b),
-                        rowPointer(buffer, delay), b.name, rowOffset(b, delay, "r"));
+    std::string at = fmt::format("ws.{} + {}", b.name, rowOffset(b, delay, "r"));
+    rows += fmt::format("    {}{} *__restrict__ {} = {};\n", store ? "" : "const ", elementType(b), rowPointer(buffer, delay),
+                        vector ? at + " + i0" : at);
   }
   if (flat_) {
-    int64_t w = k.sweeps[0].width;
-    out += fmt::format("  const int64_t n = (r1 - r0) * {};\n", w);
+    int64_t w = k.sweeps[0].width / vector_;
+    out += fmt::format("  const int64_t n = (r1 - r0) * {};{}\n", w, vector ? fmt::format(" // groups of {} elements", vector_) : "");
     out += "  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x) {\n";
-    out += fmt::format("    const int64_t r = r0 + e / {}, i = e % {};\n", w, w);
-    out += rows + sweep(k.sweeps[0], "    ");
+    if (vector) {
+      out += fmt::format("    const int64_t r = r0 + e / {}, i0 = e % {} * {};\n", w, w, vector_);
+      bool usesP = false;
+      for (const Instr &in : k.sweeps[0].body)
+        for (const Operand &o : in.args) usesP |= o.kind == Operand::Kind::Param && !o.scalar;
+      if (usesP) out += "    const real *__restrict__ P = params + i0;\n";
+      else out += "    (void)params;\n";
+    } else {
+      out += fmt::format("    const int64_t r = r0 + e / {}, i = e % {};\n", w, w);
+    }
+    out += rows;
+    if (!vector) {
+      out += sweep(k.sweeps[0], "    ");
+      flat_ = false;
+      return out + "  }\n}\n";
+    }
+    // The thread's elements of every operand in one load each, the stores in one store each.
+    std::set<std::string> loads;
+    std::set<int> stores;
+    for (const Instr &in : k.sweeps[0].body) {
+      if (in.store >= 0) stores.insert(in.store);
+      for (const Operand &o : in.args) {
+        if (o.kind == Operand::Kind::Load && !o.scalar)
+          loads.insert(fmt::format("{} = load4({}{})", vectorName(o), rowPointer(o.buffer, o.delay),
+                                   o.shift ? fmt::format(" + {}", o.shift) : ""));
+        if (o.kind == Operand::Kind::Param && !o.scalar)
+          loads.insert(fmt::format("{} = load4(P + {})", vectorName(o), o.paramOffset));
+      }
+    }
+    for (const std::string &l : loads) out += "    const real4 " + l + ";\n";
+    for (int b : stores) out += fmt::format("    real4 {}_4;\n", rowPointer(b, 0));
+    out += sweep(k.sweeps[0], "    ");
+    for (int b : stores) out += fmt::format("    store4({}, {}_4);\n", rowPointer(b, 0), rowPointer(b, 0));
     flat_ = false;
+    vector_ = 1;
     return out + "  }\n}\n";
   }
   out += "  for (int64_t r = r0 + blockIdx.x; r < r1; r += gridDim.x) { // one row per block\n" + rows;

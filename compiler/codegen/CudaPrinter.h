@@ -22,6 +22,10 @@ public:
   /// Threads per block of a fused kernel, and whether it is one flat sweep.
   static int threadsOf(const KernelIR &k);
   static bool isFlat(const KernelIR &k);
+  /// Elements per thread of a flat kernel: 4 when every row it touches and
+  /// every offset it reads at is a multiple of 4 elements (16-byte loads and
+  /// stores for float), else 1.
+  static int elementsPerThread(const KernelIR &k, const Program &p);
 
 protected:
   std::string fusedKernel(const KernelIR &k) override;
@@ -29,9 +33,13 @@ protected:
   std::string elementLoop(int64_t n, const std::string &indent, const std::string &reduction = "") const override;
   std::string combine(const std::string &var, char op, const std::string &indent) const override;
   std::string math(const char *name) const override;
+  std::string operand(const Operand &o, const std::string &index) const override;
+  std::string storeTarget(int buffer) const override;
 
 private:
+  std::string vectorName(const Operand &o) const;
   bool flat_ = false; // printing a flat kernel: i is the thread's element
+  int vector_ = 1;    // elements per thread of the flat kernel being printed
 };
 
 /// The device code of a program: the prelude (real, math, block reductions,

@@ -95,7 +95,8 @@ typedef struct rnnc_model {
 
   /* RNNC_DEVICE_CPU: every pointer above is host memory and the calls
    * return when done. RNNC_DEVICE_CUDA: ws, params, inputs, states, seeds,
-   * gradients and the `out` of the readers are device memory; forward and
+   * gradients and the `out` of the readers are device memory, 16-byte
+ * aligned (as cudaMalloc returns it); forward and
    * backward queue their work on the model's stream (a blocking stream, so a
    * later cudaMemcpy on the default stream waits for it); synchronize waits
    * for it; read_loss waits too. The device_* calls give CUDA memory for
