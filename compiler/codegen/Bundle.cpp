@@ -187,6 +187,11 @@ Bundle printBundle(const Program &p, const SourceManager &sm, const std::string 
   if (at != std::string::npos) b.source.replace(at, std::string(kHashPlaceholder).size(), b.hash);
   b.header = headerText(p, b.hash);
   b.manifest = manifestOf(p, sm, target, b.hash);
+  if (target == "cuda") {
+    CudaOptions plain;
+    const CudaOptions &o = cuda ? *cuda : plain;
+    b.manifest["cuda"] = {{"jit", o.jit}, {"tf32", o.tf32}, {"cuda_graphs", o.cudaGraphs}};
+  }
   return b;
 }
 

@@ -356,10 +356,12 @@ std::string CudaModulePrinter::print() {
   out += "/// The streams, events and cuBLAS handles (and, --jit, the compiled kernels), once.\nbool ready() {\n";
   out += "  if (!context().ready(kStreams, kEvents, kTf32)) return false;\n";
   if (o_.jit) {
-    out += "  static std::mutex mutex;\n  static int loaded = -1;\n  std::lock_guard<std::mutex> lock(mutex);\n";
+    out += "  static std::mutex mutex;\n  static int loaded = -1;\n  static std::string failure; // every later call reports it too\n";
+    out += "  std::lock_guard<std::mutex> lock(mutex);\n";
     out += "  if (loaded < 0) {\n    std::string source = std::string(kRealDefine) + kKernelSource;\n";
     out += fmt::format("    loaded = load_kernels(source.c_str(), kKernelNames, {}, kernel_) == 0 ? 1 : 0;\n", names.size());
-    out += "    if (!loaded) last_error() = \"loading the kernels: \" + last_error();\n  }\n  return loaded == 1;\n}\n\n";
+    out += "    if (!loaded) failure = \"loading the kernels: \" + last_error();\n  }\n";
+    out += "  if (!loaded) last_error() = failure;\n  return loaded == 1;\n}\n\n";
   } else {
     out += "  (void)kKernelNames;\n  return true;\n}\n\n";
   }

@@ -135,6 +135,12 @@ bool CudaPrinter::isFlat(const KernelIR &k) { return k.sweeps.size() == 1 && k.s
 
 int CudaPrinter::elementsPerThread(const KernelIR &k, const Program &p) {
   if (!isFlat(k) || k.sweeps[0].width % 4) return 1;
+  std::set<std::pair<int, int32_t>> scalarRows, vectorRows; // a row read both ways keeps one element per thread
+  for (const Instr &in : k.sweeps[0].body)
+    for (const Operand &o : in.args)
+      if (o.kind == Operand::Kind::Load) (o.scalar ? scalarRows : vectorRows).insert({o.buffer, o.delay});
+  for (const auto &row : scalarRows)
+    if (vectorRows.count(row)) return 1;
   for (const Instr &in : k.sweeps[0].body) {
     switch (in.op) { // these read at offsets computed per element, or from an index
     case Op::Slice: case Op::Pad: case Op::Concat: case Op::Embed: case Op::Broadcast: return 1;
@@ -205,8 +211,14 @@ std::string CudaPrinter::fusedKernel(const KernelIR &k) {
     const Buffer &b = p_.buffers[buffer];
     bool store = delay == 0 && written.count(buffer);
     std::string at = fmt::format("ws.{} + {}", b.name, rowOffset(b, delay, "r"));
+    bool scalarRow = true; // read only as a broadcast element: no offset by the thread's elements
+    for (const Instr &in : k.sweeps[0].body) {
+      scalarRow &= in.store != buffer || delay != 0;
+      for (const Operand &o : in.args)
+        scalarRow &= !(o.kind == Operand::Kind::Load && o.buffer == buffer && o.delay == delay && !o.scalar);
+    }
     rows += fmt::format("    {}{} *__restrict__ {} = {};\n", store ? "" : "const ", elementType(b), rowPointer(buffer, delay),
-                        vector ? at + " + i0" : at);
+                        vector && !scalarRow ? at + " + i0" : at);
   }
   if (flat_) {
     int64_t w = k.sweeps[0].width / vector_;

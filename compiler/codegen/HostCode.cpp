@@ -96,13 +96,20 @@ std::string gradientReads(const Program &p, const HostCall &c,
            c.call(fmt::format("read_rows(ws.{}, {}, T, B, {}, static_cast<real *>(input_grads[{}])", b.name,
                               b.padBefore - g.delay, b.width, k));
   }
-  for (const PortIR &g : p.stateGrads) {
-    size_t k = 0;
-    while (k < p.states.size() && p.states[k].name != g.name) ++k;
+  for (size_t k = 0; k < p.states.size(); ++k) {
+    const PortIR &s = p.states[k];
+    if (s.index) continue;
+    const PortIR *g = nullptr;
+    for (const PortIR &port : p.stateGrads)
+      if (port.name == s.name) g = &port;
     std::string dst = fmt::format("static_cast<real *>(state_grads[{}])", k);
     out += fmt::format("  if (state_grads && state_grads[{}])\n  ", k);
-    if (g.buffer < 0) out += stateLeaf(g, dst);
-    else out += c.call(fmt::format("read_rows(ws.{}, 0, {}, B, {}, {}", p.buffers[g.buffer].name, g.depth, g.width, dst));
+    if (!g) // the objective does not reach this state (or its gradient was not compiled): zeros
+      out += c.call(fmt::format("clear_rows({}, 0, {}, B, {}", dst, s.depth, s.width));
+    else if (g->buffer < 0)
+      out += stateLeaf(*g, dst);
+    else
+      out += c.call(fmt::format("read_rows(ws.{}, 0, {}, B, {}, {}", p.buffers[g->buffer].name, g->depth, g->width, dst));
   }
   return out;
 }

@@ -39,7 +39,8 @@ std::string inputCopies(const Program &p, const HostCall &c);
 std::string seedCopies(const Program &p, const HostCall &c);
 
 /// Backward's copies of input and state gradients out (`stateLeaf` writes a
-/// state gradient that is a constant: its text given the destination).
+/// state gradient that is a constant: its text given the destination); a
+/// state the objective does not reach gets zeros.
 std::string gradientReads(const Program &p, const HostCall &c,
                           std::string (*stateLeaf)(const PortIR &g, const std::string &dst));
 

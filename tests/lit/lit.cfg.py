@@ -13,6 +13,8 @@ config.test_exec_root = os.path.join(config.rnnc_bin_dir, "tests", "lit")
 config.substitutions.append(("%rnnc", os.path.join(config.rnnc_bin_dir, "rnnc")))
 config.substitutions.append(("%python", config.python))
 config.substitutions.append(("%samples", os.path.join(config.rnnc_src_dir, "samples")))
+# tests/cuda: the CUDA text checks (kernel_comments.py) the lit tests share.
+config.substitutions.append(("%cuda_tests", os.path.join(config.rnnc_src_dir, "tests", "cuda")))
 config.substitutions.append(("%runtime", os.path.join(config.rnnc_src_dir, "runtime")))
 config.substitutions.append(("FileCheck", config.filecheck))
 # Set when the build is instrumented by a sanitizer (see bad-input/Inputs/expect.py).
@@ -23,3 +25,19 @@ config.environment["NO_COLOR"] = "1"
 # `not` and `FileCheck` come from LLVM 14's tools.
 config.environment["PATH"] = os.pathsep.join(
     [os.path.dirname(config.filecheck), config.environment.get("PATH", os.environ.get("PATH", ""))])
+# `cuda-device`: this machine has a GPU (a /dev/nvidia<N>, or `nvidia-smi -L`
+# lists one), so tests of what rnnc does without one are UNSUPPORTED here.
+def _has_cuda_device():
+    import glob
+    import subprocess
+    if glob.glob("/dev/nvidia[0-9]*"):
+        return True
+    try:
+        p = subprocess.run(["nvidia-smi", "-L"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, timeout=30)
+        return p.returncode == 0 and "GPU" in p.stdout
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+if _has_cuda_device():
+    config.available_features.add("cuda-device")

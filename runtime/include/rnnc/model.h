@@ -99,7 +99,8 @@ typedef struct rnnc_model {
  * aligned (as cudaMalloc returns it); forward and
    * backward queue their work on the model's stream (a blocking stream, so a
    * later cudaMemcpy on the default stream waits for it); synchronize waits
-   * for it; read_loss waits too. The device_* calls give CUDA memory for
+   * for it; read_loss waits too. A CUDA model's streams are shared by all its
+ * workspaces: call it from one thread at a time. The device_* calls give CUDA memory for
    * such a model (null on the CPU): alloc returns null on failure, copy
    * (RNNC_COPY_*) returns 0 or 1 with the reason in last_error. */
   int32_t device;

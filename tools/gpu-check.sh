@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# The one script to run on a machine with a GPU (DESIGN.md §7, issue 6), from
+# anywhere in the repository; it needs CUDA, CMake, ninja, a C++ compiler and
+# python3 with numpy (and PyTorch for its column), no package registry:
+#   build   rnnc (Release, the rnnc target alone: no test dependencies), against
+#           the headers and CMake configs of build-gpu-pack/deps.tar.xz where the
+#           machine has no fmt, CLI11 or nlohmann-json (tools/gpu-pack.sh makes
+#           it, here); or --rnnc PATH, prebuilt
+#   cpu     one `rnnc bench --device cpu`: the CPU engine builds generated C++
+#           with -lopenblas at run time (the pack's OpenBLAS, by RNNC_CXXFLAGS,
+#           RNNC_LDFLAGS and LD_LIBRARY_PATH), as the GPU tests need
+#   tests   tests/gpu/run.py: CUDA results against CPU results on every sample
+#   rnnc    bench/gpu/rnnc_bench.py: rnnc bench --device cuda, lstm/gru/peephole,
+#           B in 1 16 64 256, H in 256 1024, T = 100
+#   torch   bench/gpu/torch_rnn.py: cuDNN LSTM/GRU, peephole eager and compiled
+#   report  bench/gpu/report.py: the table, printed last, and written below the
+#           marker of docs/benchmarks/gpu.md
+# Each phase prints its time; the benchmarks start no row past a deadline, so
+# the whole fits in 8 minutes on an H200. Logs, JSON and gpu.md go to $OUT when
+# it is set (the device tool's folder), else to BUILD/out.
+# Exit: 0 tests passed and benchmarks measured; 77 no GPU (built and checked the
+# CPU engine; GPU tests skipped, benchmarks not run); 1 a failure.
+# Usage: tools/gpu-check.sh [--pack DIR] [--rnnc PATH] [--build DIR] [--quick]
+#   RNNC_COMMIT=<commit> names the source in gpu.md where there is no .git.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+pack=build-gpu-pack build=build-gpu rnnc="" quick=0
+while [ $# -gt 0 ]; do
+  case $1 in
+    --pack) pack=$2; shift 2 ;;
+    --rnnc) rnnc=$(realpath "$2"); shift 2 ;;
+    --build) build=$2; shift 2 ;;
+    --quick) quick=1; shift ;;
+    *) echo "usage: tools/gpu-check.sh [--pack DIR] [--rnnc PATH] [--build DIR] [--quick]" >&2; exit 2 ;;
+  esac
+done
+batch="1 16 64 256" hidden="256 1024" runs=20
+if [ $quick = 1 ]; then batch="1 64" hidden="256" runs=10; fi
+deadline=450 # seconds: no benchmark row starts after this (8 min = 480 s)
+out=${OUT:-$build/out}
+mkdir -p "$build" "$out"
+out=$(realpath "$out")
+export PYTHONUNBUFFERED=1 # a run cut short still shows what it printed
+command -v nvcc >/dev/null || [ ! -x /usr/local/cuda/bin/nvcc ] || PATH=/usr/local/cuda/bin:$PATH
+failed=0 summary=()
+phase_start=$SECONDS
+phase() { # phase NAME RESULT: print and keep the time of the phase just ended
+  summary+=("$(printf '%-7s %4d s  %s' "$1" $((SECONDS - phase_start)) "$2")")
+  echo "== $1: $2 ($((SECONDS - phase_start)) s; $SECONDS s in all)"
+  phase_start=$SECONDS
+}
+echo "== gpu-check: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || echo 'no nvidia-smi')"
+
+# ---- build
+deps=$(realpath "$build")/pack
+if [ -f "$pack/deps.tar.xz" ]; then
+  rm -rf "$deps" && mkdir -p "$deps" && tar -C "$deps" -xJf "$pack/deps.tar.xz"
+  echo "pack: $(head -1 "$deps/MANIFEST")"
+else
+  echo "pack: none at $pack/deps.tar.xz: the machine's own fmt, CLI11, nlohmann-json and OpenBLAS" \
+       "(tools/gpu-pack.sh makes one)"
+fi
+if [ -z "$rnnc" ]; then
+  hints=()
+  for p in fmt CLI11 nlohmann_json; do
+    [ -d "$deps/cmake/$p" ] && hints+=("-D${p}_DIR=$deps/cmake/$p")
+  done
+  if cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF "${hints[@]}" >"$out/build.log" 2>&1 &&
+     cmake --build "$build" --target rnnc >>"$out/build.log" 2>&1; then
+    rnnc=$(realpath "$build/rnnc")
+    phase build "ok: $rnnc ($(grep -o 'CUDA toolkit [0-9.]*' "$out/build.log" | head -1 || echo 'no CUDA toolkit'))"
+  else
+    tail -40 "$out/build.log"
+    phase build "FAILED (the log: $out/build.log)"
+    printf '%s\n' "${summary[@]}"
+    exit 1
+  fi
+else
+  phase build "skipped: --rnnc $rnnc"
+fi
+
+# ---- the CPU engine, with the pack's OpenBLAS where the machine has none
+blas_env=()
+if [ -d "$deps/blas" ]; then
+  ld=$deps/blas/lib
+  if ldd "$ld/libopenblas.so.0" | grep -q "not found"; then ld=$ld:$deps/blas/fallback; fi
+  blas_env=("RNNC_CXXFLAGS=-I$deps/blas/include ${RNNC_CXXFLAGS:-}" "RNNC_LDFLAGS=-L$deps/blas/lib ${RNNC_LDFLAGS:-}"
+            "LD_LIBRARY_PATH=$ld${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+fi
+with_blas() { env "${blas_env[@]}" "$@"; }
+if with_blas "$rnnc" bench samples/lstm.rnn -D I=8 -D H=8 --batch 2 --seq 5 --runs 1 --warmup 0 --device cpu \
+     --no-baseline >>"$out/build.log" 2>&1; then
+  phase cpu "ok: the CPU engine builds and runs generated code"
+else
+  tail -20 "$out/build.log"
+  phase cpu "FAILED: the CPU engine (the GPU tests compare against it)"
+  failed=1
+fi
+
+# ---- the GPU tests
+with_blas timeout -k 10 300 python3 tests/gpu/run.py --rnnc "$rnnc" --samples samples 2>&1 | tee "$out/tests.log"
+tests_rc=${PIPESTATUS[0]}
+case $tests_rc in
+  0) phase tests "passed: $(tail -1 "$out/tests.log")" ;;
+  77) phase tests "SKIPPED: $(grep -m1 '^SKIPPED' "$out/tests.log" | cut -c10-)" ;;
+  124) phase tests "FAILED: over 300 s"; failed=1 ;;
+  *) phase tests "FAILED: $(tail -1 "$out/tests.log")"; failed=1 ;;
+esac
+
+# ---- the benchmarks: rnnc, then PyTorch, one after the other on the GPU
+grid=(--batch $batch --hidden $hidden --seq 100 --runs $runs --warmup 5)
+left=$((deadline > SECONDS ? deadline - SECONDS : 0))
+with_blas python3 bench/gpu/rnnc_bench.py --rnnc "$rnnc" "${grid[@]}" --budget-s $((left * 2 / 5)) \
+  >"$out/rnnc.json" 2> >(tee "$out/bench.log" >&2)
+rc=$?
+case $rc in
+  0) phase rnnc "measured" ;;
+  77) phase rnnc "$(python3 -c 'import json,sys; print(json.load(sys.stdin)["error"])' <"$out/rnnc.json")" ;;
+  *) phase rnnc "FAILED: rows failed or not run in time (the table says which)"; failed=1 ;;
+esac
+python3 bench/gpu/torch_rnn.py "${grid[@]}" --budget-s $((deadline > SECONDS ? deadline - SECONDS : 0)) \
+  >"$out/torch.json" 2> >(tee -a "$out/bench.log" >&2)
+case $? in
+  0) phase torch "measured" ;;
+  77) phase torch "not run: $(python3 -c 'import json,sys; print(json.load(sys.stdin)["error"])' <"$out/torch.json")" ;;
+  *) phase torch "FAILED: see $out/bench.log"; failed=1 ;;
+esac
+
+# ---- the table
+command="bash tools/gpu-check.sh$([ $quick = 1 ] && echo ' --quick')"
+python3 bench/gpu/report.py --rnnc-json "$out/rnnc.json" --torch-json "$out/torch.json" \
+  --doc docs/benchmarks/gpu.md --command "$command" ${RNNC_COMMIT:+--commit "$RNNC_COMMIT"} >"$out/table.txt" 2>&1
+report_rc=$?
+if [ $report_rc = 0 ]; then
+  cp docs/benchmarks/gpu.md "$out/gpu.md"
+  phase report "docs/benchmarks/gpu.md rewritten (a copy: $out/gpu.md)"
+elif [ $report_rc = 77 ]; then
+  phase report "no GPU: docs/benchmarks/gpu.md left as it was"
+else
+  phase report "FAILED: $(tail -1 "$out/table.txt")"
+fi
+echo
+echo "== phases (all: $SECONDS s); files: $out"
+printf '%s\n' "${summary[@]}"
+echo
+cat "$out/table.txt"
+if [ $failed = 1 ] || { [ $report_rc != 0 ] && [ $report_rc != 77 ]; }; then exit 1; fi
+if [ "$tests_rc" = 77 ] || [ $report_rc = 77 ]; then exit 77; fi
+exit 0
