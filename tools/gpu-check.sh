@@ -110,7 +110,7 @@ esac
 # ---- the benchmarks: rnnc, then PyTorch, one after the other on the GPU
 grid=(--batch $batch --hidden $hidden --seq 100 --runs $runs --warmup 5)
 left=$((deadline > SECONDS ? deadline - SECONDS : 0))
-with_blas python3 bench/gpu/rnnc_bench.py --rnnc "$rnnc" "${grid[@]}" --budget-s $((left * 2 / 5)) \
+with_blas python3 bench/gpu/rnnc_bench.py --rnnc "$rnnc" "${grid[@]}" --graphs --budget-s $((left * 2 / 5)) \
   >"$out/rnnc.json" 2> >(tee "$out/bench.log" >&2)
 rc=$?
 case $rc in

@@ -56,7 +56,8 @@ def machine(torch, commit):
 def table(rnnc, torch):
     ours = {(r["cell"], r["batch"], r["hidden"]): r for r in rnnc.get("rows", [])}
     theirs = {(r["cell"], r["impl"], r["batch"], r["hidden"]): r for r in torch.get("rows", [])}
-    notes, lines = {}, ["| cell | B | H | rnnc ms | PyTorch | PyTorch ms | ratio |", "|---|---:|---:|---:|---|---:|---:|"]
+    notes, lines = {}, ["| cell | B | H | rnnc ms | rnnc --cuda-graphs ms | PyTorch | PyTorch ms | ratio |",
+                         "|---|---:|---:|---:|---:|---|---:|---:|"]
 
     def ms(r):
         if r is None:
@@ -70,7 +71,8 @@ def table(rnnc, torch):
         for impl in REFERENCE[cell]:
             ref_s, ref_v = ms(theirs.get((cell, impl, B, H)) or ({"error": torch["error"]} if "error" in torch else None))
             ratio = f"{ref_v / ours_v:.2f}x" if ours_v and ref_v else "n/a"
-            lines.append(f"| {cell} | {B} | {H} | {ours_s} | {LABEL[impl]} | {ref_s} | {ratio} |")
+            graphs = f"{r['fwdbwd_ms_graphs']:.3f}" if r.get("fwdbwd_ms_graphs") else "n/a"
+            lines.append(f"| {cell} | {B} | {H} | {ours_s} | {graphs} | {LABEL[impl]} | {ref_s} | {ratio} |")
     lines += [""] + [f"[{k}] {why}" for why, k in notes.items()]
     return lines
 

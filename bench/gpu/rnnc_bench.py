@@ -29,10 +29,10 @@ SAMPLES = {"lstm": "lstm.rnn", "gru": "gru.rnn", "peephole": "peephole_lstm.rnn"
 TIMEOUT_S = 300  # one rnnc bench, its compile included
 
 
-def bench(rnnc, cell, B, H, args):
+def bench(rnnc, cell, B, H, args, extra=()):
     cmd = [rnnc, "bench", os.path.join(ROOT, "samples", SAMPLES[cell]), "-D", f"I={H}", "-D", f"H={H}",
            "--batch", str(B), "--seq", str(args.seq), "--runs", str(args.runs), "--warmup", str(args.warmup),
-           "--device", "cuda", "--json", "--no-baseline"]
+           "--device", "cuda", "--json", "--no-baseline", *extra]
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S)
     except subprocess.TimeoutExpired:
@@ -54,6 +54,7 @@ def main():
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--cells", nargs="+", default=list(SAMPLES), choices=list(SAMPLES))
     ap.add_argument("--budget-s", type=float, default=None, help="start no row after this many seconds")
+    ap.add_argument("--graphs", action="store_true", help="also time each row built with --cuda-graphs")
     args = ap.parse_args()
     t_start = time.perf_counter()
     out = {"seq": args.seq, "runs": args.runs, "warmup": args.warmup, "rows": []}
@@ -71,6 +72,9 @@ def main():
                         print(json.dumps({"error": f"no GPU: {got['error']}"}))
                         return NO_GPU
                     row.update(got)
+                    if args.graphs and "error" not in got:
+                        graphs, _ = bench(args.rnnc, cell, B, H, args, ["--cuda-graphs"])
+                        row["fwdbwd_ms_graphs"] = graphs.get("fwdbwd_ms")
                 failed |= "error" in row
                 print(f"# rnnc {cell} B={B} H={H}: "
                       + (row["error"] if "error" in row else f"{row['fwdbwd_ms']:.3f} ms")
