@@ -48,7 +48,9 @@ inline bool ok(cublasStatus_t s, const char *call) {
     if (!::rnnc::cuda::ok((call), #call)) return 1;                                                                    \
   } while (0)
 
-/// Streams, events and cuBLAS handles of a model, created on first use.
+/// Streams, events and cuBLAS handles of a model, created on first use and
+/// kept until the process ends (released from a static destructor, they
+/// would race the CUDA runtime's own teardown).
 /// Stream 0 is a blocking stream, so work a caller then puts on the legacy
 /// default stream (a cudaMemcpy of the results) waits for the model; the
 /// others are non-blocking and joined to stream 0 with events.
