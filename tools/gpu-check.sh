@@ -10,6 +10,8 @@
 #           with -lopenblas at run time (the pack's OpenBLAS, by RNNC_CXXFLAGS,
 #           RNNC_LDFLAGS and LD_LIBRARY_PATH), as the GPU tests need
 #   tests   tests/gpu/run.py: CUDA results against CPU results on every sample
+#   checks  tests/gpu/device_checks.py: compute-sanitizer (memcheck, racecheck,
+#           synccheck) and ncu's count of launches per step, after the tests pass
 #   rnnc    bench/gpu/rnnc_bench.py: rnnc bench --device cuda, lstm/gru/peephole,
 #           B in 1 16 64 256, H in 256 1024, T = 100
 #   torch   bench/gpu/torch_rnn.py: cuDNN LSTM/GRU, peephole eager and compiled
@@ -36,7 +38,7 @@ while [ $# -gt 0 ]; do
 done
 batch="1 16 64 256" hidden="256 1024" runs=20
 if [ $quick = 1 ]; then batch="1 64" hidden="256" runs=10; fi
-deadline=450 # seconds: no benchmark row starts after this (8 min = 480 s)
+deadline=420 # seconds: no benchmark row starts after this (8 min = 480 s; the checks get the rest)
 out=${OUT:-$build/out}
 mkdir -p "$build" "$out"
 out=$(realpath "$out")
@@ -126,12 +128,28 @@ case $? in
   *) phase torch "FAILED: see $out/bench.log"; failed=1 ;;
 esac
 
+# ---- compute-sanitizer and ncu's launch count, in the time the benchmarks left
+checks_rc=77 left=$((470 - SECONDS))
+if [ "$tests_rc" = 0 ] && [ $left -ge 45 ]; then
+  with_blas timeout -k 5 $left python3 tests/gpu/device_checks.py --rnnc "$rnnc" --samples samples >"$out/checks.md" \
+    2> >(tee "$out/checks.log" >&2)
+  checks_rc=$?
+  case $checks_rc in
+    0) phase checks "clean, or n/a where a tool does not run: $out/checks.md" ;;
+    124) phase checks "incomplete: out of time after $left s (what ran: $out/checks.log)"; cp "$out/checks.log" "$out/checks.md" ;;
+    *) phase checks "FAILED: a sanitizer found errors ($out/checks.log)"; failed=1 ;;
+  esac
+else
+  phase checks "not run: $([ "$tests_rc" = 0 ] && echo "$left s left" || echo 'the GPU tests did not pass')"
+fi
+
 # ---- the table
 command="bash tools/gpu-check.sh$([ $quick = 1 ] && echo ' --quick')"
 python3 bench/gpu/report.py --rnnc-json "$out/rnnc.json" --torch-json "$out/torch.json" \
   --doc docs/benchmarks/gpu.md --command "$command" ${RNNC_COMMIT:+--commit "$RNNC_COMMIT"} >"$out/table.txt" 2>&1
 report_rc=$?
 if [ $report_rc = 0 ]; then
+  [ -s "$out/checks.md" ] && cat "$out/checks.md" >>docs/benchmarks/gpu.md
   cp docs/benchmarks/gpu.md "$out/gpu.md"
   phase report "docs/benchmarks/gpu.md rewritten (a copy: $out/gpu.md)"
 elif [ $report_rc = 77 ]; then

@@ -14,7 +14,8 @@ must be written by both with the same shape and dtype, and for each array
 
     max|a - b| / max(max|b|, 1e-30)  <=  1e-5;
 
-the two CUDA runs must write byte-identical files.
+the two CUDA runs must write byte-identical files. lstm and bitagger also
+run with --cuda-graphs, within the same tolerance of the CPU.
 
 No GPU: when a first `rnnc run --device cuda` fails saying "no CUDA device",
 or fails on a machine with no /dev/nvidia*, this prints why and exits 77,
@@ -45,6 +46,7 @@ SKIP = 77
 TOL = 1e-5
 T, B = 12, 3
 TIMEOUT_S = 300  # one rnnc run; a hang is a failure, not a stuck ctest
+GRAPH_SAMPLES = ("lstm", "bitagger")  # also run with --cuda-graphs (one stream, two streams)
 
 
 def rnnc_run(rnnc, args, env):
@@ -138,20 +140,28 @@ def case(rnnc, path, env):
 
         cpu, gpu, again = run("cpu", "cpu", extra), run("cuda", "cuda", extra), run("cuda", "cuda2", extra)
         bad, worst, worst_at = [], 0.0, ""
-        fc, fg = npy_files(cpu.out), npy_files(gpu.out)
-        bad += [f"{f}.npy: written by the CPU engine only" for f in sorted(set(fc) - set(fg))]
-        bad += [f"{f}.npy: written by the CUDA engine only" for f in sorted(set(fg) - set(fc))]
-        for f in sorted(set(fc) & set(fg)):
-            b, a = np.load(os.path.join(cpu.out, f + ".npy")), np.load(os.path.join(gpu.out, f + ".npy"))
-            if a.shape != b.shape or a.dtype != b.dtype:
-                bad.append(f"{f}.npy: CPU {b.dtype}{list(b.shape)}, CUDA {a.dtype}{list(a.shape)}")
-                continue
-            err, i = rel_error(b, a)
-            if err >= worst:
-                worst, worst_at = err, f
-            if not err <= TOL:
-                bad.append(f"{f}.npy: rel err {err:.3g} > {TOL:g}; worst at {list(i)}: CPU {float(b[i])!r}, "
-                           f"CUDA {float(a[i])!r} (max|CPU| {float(np.max(np.abs(b))) if b.size else 0.0:.6g})")
+        fc = npy_files(cpu.out)
+
+        def against_cpu(other, label):
+            nonlocal worst, worst_at
+            fo = npy_files(other.out)
+            bad.extend(f"{f}.npy: written by the CPU engine only{label}" for f in sorted(set(fc) - set(fo)))
+            bad.extend(f"{f}.npy: written by the CUDA engine only{label}" for f in sorted(set(fo) - set(fc)))
+            for f in sorted(set(fc) & set(fo)):
+                b, a = np.load(os.path.join(cpu.out, f + ".npy")), np.load(os.path.join(other.out, f + ".npy"))
+                if a.shape != b.shape or a.dtype != b.dtype:
+                    bad.append(f"{f}.npy{label}: CPU {b.dtype}{list(b.shape)}, CUDA {a.dtype}{list(a.shape)}")
+                    continue
+                err, i = rel_error(b, a)
+                if err >= worst:
+                    worst, worst_at = err, f + label
+                if not err <= TOL:
+                    bad.append(f"{f}.npy{label}: rel err {err:.3g} > {TOL:g}; worst at {list(i)}: CPU {float(b[i])!r}, "
+                               f"CUDA {float(a[i])!r} (max|CPU| {float(np.max(np.abs(b))) if b.size else 0.0:.6g})")
+
+        against_cpu(gpu, "")
+        if name in GRAPH_SAMPLES:  # the loops replayed as CUDA graphs compute the same
+            against_cpu(run("cuda", "cuda-graphs", extra + ["--cuda-graphs"]), " (--cuda-graphs)")
         for f in npy_files(gpu.out):
             with open(os.path.join(gpu.out, f + ".npy"), "rb") as x:
                 g2 = os.path.join(again.out, f + ".npy")
