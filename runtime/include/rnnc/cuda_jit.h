@@ -75,15 +75,54 @@ inline uint64_t fnv1a_text(const std::string &s, uint64_t h = 0xcbf29ce484222325
   return h;
 }
 
+/// Whether `code` looks like what NVRTC gives for `arch`: an ELF cubin for
+/// sm_XY, PTX text (".version" near the top) for compute_XY. A cached file
+/// that does not is compiled again: the cache is not trusted.
+inline bool plausible_code(const std::string &code, const std::string &arch) {
+  if (arch.rfind("sm_", 0) == 0) return code.size() > 64 && code.compare(0, 4, "\x7f" "ELF") == 0;
+  return code.size() > 16 && code.find(".version") != std::string::npos && code.find(".version") < 4096;
+}
+
+/// `source` compiled for `arch`, from the on-disk cache when a plausible copy
+/// of the same source, architecture and NVRTC version is there, else
+/// compiled and kept (written under a private name, then renamed into
+/// place). `refresh` skips the cache. `path` gets the cache file ("" if
+/// none). False with last_error() set when NVRTC fails.
+inline bool compile_cached(const std::string &source, const std::string &arch, std::string &code, std::string &path,
+                           bool refresh = false) {
+  int major = 0, minor = 0;
+  if (!ok(nvrtcVersion(&major, &minor), "nvrtcVersion")) return false;
+  std::ostringstream key;
+  key << std::hex << fnv1a_text(source + "\n" + arch + "\n" + std::to_string(major) + "." + std::to_string(minor));
+  std::string dir = kernel_cache_dir();
+  path = dir.empty() ? "" : dir + "/" + key.str() + "." + arch + (arch.rfind("sm_", 0) == 0 ? ".cubin" : ".ptx");
+  code.clear();
+  if (!path.empty() && !refresh) {
+    std::ifstream in(path, std::ios::binary);
+    if (in) code.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    if (!plausible_code(code, arch)) code.clear();
+  }
+  if (!code.empty()) return true;
+  std::string log;
+  if (!nvrtc_compile(source, "rnnc_kernels.cu", arch, {}, code, log)) return false;
+  if (!path.empty()) {
+    std::string tmp = path + ".tmp" + std::to_string(::getpid());
+    std::ofstream out(tmp, std::ios::binary);
+    out.write(code.data(), static_cast<std::streamsize>(code.size()));
+    out.close();
+    if (!out || std::rename(tmp.c_str(), path.c_str()) != 0) std::remove(tmp.c_str());
+  }
+  return true;
+}
+
 /// Compiles (or finds in the cache) `source` for the current device and
 /// loads the kernels `names` into `kernels` (cudaKernel_t, launched with
 /// cudaLaunchKernel). Returns 0, or 1 with last_error() set.
 inline int load_kernels(const char *source, const char *const *names, int n, const void **kernels) {
-  int device = 0, major = 0, minor = 0, nvrtcMajor = 0, nvrtcMinor = 0;
+  int device = 0, major = 0, minor = 0;
   RNNC_CUDA_CHECK(cudaGetDevice(&device));
   RNNC_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
   RNNC_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-  if (!ok(nvrtcVersion(&nvrtcMajor, &nvrtcMinor), "nvrtcVersion")) return 1;
   // A cubin for this GPU; PTX for the driver to finish when NVRTC does not know it.
   int count = 0;
   nvrtcGetNumSupportedArchs(&count);
@@ -93,29 +132,15 @@ inline int load_kernels(const char *source, const char *const *names, int n, con
   bool known = false;
   for (int a : archs) known |= a == cc;
   std::string arch = (known ? "sm_" : "compute_") + std::to_string(known ? cc : archs.empty() ? 52 : archs.back());
-  std::ostringstream key;
-  key << std::hex << fnv1a_text(std::string(source) + "\n" + arch + "\n" + std::to_string(nvrtcMajor) + "." +
-                                std::to_string(nvrtcMinor));
-  std::string dir = kernel_cache_dir();
-  std::string path = dir.empty() ? "" : dir + "/" + key.str() + "." + arch + (known ? ".cubin" : ".ptx");
-  std::string code;
-  if (!path.empty()) {
-    std::ifstream in(path, std::ios::binary);
-    if (in) code.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  }
-  if (code.empty()) {
-    std::string log;
-    if (!nvrtc_compile(source, "rnnc_kernels.cu", arch, {}, code, log)) return 1;
-    if (!path.empty()) { // written whole under a private name, then renamed into place
-      std::string tmp = path + ".tmp" + std::to_string(::getpid());
-      std::ofstream out(tmp, std::ios::binary);
-      out.write(code.data(), static_cast<std::streamsize>(code.size()));
-      out.close();
-      if (!out || std::rename(tmp.c_str(), path.c_str()) != 0) std::remove(tmp.c_str());
-    }
-  }
+  std::string code, path;
+  if (!compile_cached(source, arch, code, path)) return 1;
   cudaLibrary_t library = nullptr; // kept for the life of the process, like the kernels in a .cu
-  RNNC_CUDA_CHECK(cudaLibraryLoadData(&library, code.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
+  if (cudaLibraryLoadData(&library, code.data(), nullptr, nullptr, 0, nullptr, nullptr, 0) != cudaSuccess) {
+    // A cached copy the driver refuses: compiled afresh, once.
+    cudaGetLastError();
+    if (!compile_cached(source, arch, code, path, /*refresh=*/true)) return 1;
+    RNNC_CUDA_CHECK(cudaLibraryLoadData(&library, code.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
+  }
   for (int k = 0; k < n; ++k) {
     cudaKernel_t kernel = nullptr;
     RNNC_CUDA_CHECK(cudaLibraryGetKernel(&kernel, library, names[k]));
