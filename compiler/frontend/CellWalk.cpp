@@ -121,11 +121,18 @@ void CellWalk::run() {
   declareAll();
   evaluate(true);
   // Again while a pass learns widths that earlier reads needed.
-  for (int pass = 1; needsSecondPass_ && pass < kMaxPasses; ++pass) {
-    needsSecondPass_ = false;
-    widthsLearned_ = 0;
-    evaluate(false);
-    if (widthsLearned_ == 0) break;
+  auto settle = [&] {
+    for (int pass = 1; needsSecondPass_ && pass < kMaxPasses; ++pass) {
+      needsSecondPass_ = false;
+      widthsLearned_ = 0;
+      evaluate(false);
+      if (widthsLearned_ == 0) break;
+    }
+  };
+  settle();
+  if (needsSecondPass_ && complete_ && !ctx_.diags.hasErrors()) { // widths still unknown: the last resort
+    broadcastFallback_ = true;
+    settle();
   }
   checkOutputs();
   // A width still unknown with every dim known and no error so far (an error

@@ -22,6 +22,7 @@ using Notes = std::vector<std::pair<SourceRange, std::string>>;
 struct Val {
   ValueType type;
   bool bad = false;
+  bool literal = false; // a number: broadcast, but it says nothing about widths
   static Val dense(std::optional<int64_t> w) { return {{false, w}, false}; }
   static Val error() { return {{}, true}; }
 };
@@ -126,6 +127,11 @@ private:
   const AssignStmt *currentAssign_ = nullptr;
   bool needsSecondPass_ = false;
   int widthsLearned_ = 0; // in the current pass
+  // Last resort for widths no pass learned: an elementwise op of a width-1
+  // value (not a number) and a value of unknown width is 1 wide
+  // (`c = sigmoid(f) * c[t-1]` with 1-wide gates: 1 is the only width nothing
+  // else pins down; `h = h[t-1] * 2` stays unknown).
+  bool broadcastFallback_ = false;
   std::map<const AssignStmt *, InstanceResult> instances_;
   std::vector<std::vector<ElaboratedParam>> stmtParams_; // per statement
 };

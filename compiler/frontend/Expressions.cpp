@@ -27,7 +27,11 @@ Val CellWalk::dense(const Expr &e) {
 
 Val CellWalk::value(const Expr &e) {
   switch (e.kind) {
-  case ExprKind::Number: return Val::dense(1);
+  case ExprKind::Number: {
+    Val v = Val::dense(1);
+    v.literal = true;
+    return v;
+  }
   case ExprKind::Name: return name(as<NameExpr>(e));
   case ExprKind::Unary: return dense(*as<UnaryExpr>(e).operand);
   case ExprKind::Binary: return binary(as<BinaryExpr>(e));
@@ -88,7 +92,11 @@ Val CellWalk::name(const NameExpr &n) {
 Val CellWalk::elementwise(const Val &l, const Val &r, SourceRange where, const char *what) {
   if (l.bad || r.bad) return Val::error();
   auto lw = l.type.width, rw = r.type.width;
-  if (!lw || !rw) return Val::dense(lw && *lw != 1 ? lw : rw && *rw != 1 ? rw : std::nullopt);
+  if (!lw || !rw) {
+    if (broadcastFallback_ && lw && !l.literal) return Val::dense(lw); // the known width, 1 included
+    if (broadcastFallback_ && rw && !r.literal) return Val::dense(rw);
+    return Val::dense(lw && *lw != 1 ? lw : rw && *rw != 1 ? rw : std::nullopt);
+  }
   if (*lw == *rw || *rw == 1) return Val::dense(lw);
   if (*lw == 1) return Val::dense(rw);
   error(where, fmt::format("width mismatch in {}: the left operand is {} wide, the right one {}", what, *lw, *rw));
