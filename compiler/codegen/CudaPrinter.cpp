@@ -222,15 +222,15 @@ std::string CudaPrinter::fusedKernel(const KernelIR &k) {
   }
   if (flat_) {
     int64_t w = k.sweeps[0].width / vector_;
+    bool usesP = false;
+    for (const Instr &in : k.sweeps[0].body)
+      for (const Operand &o : in.args) usesP |= o.kind == Operand::Kind::Param && !o.scalar;
+    if (vector && !usesP) out += "  (void)params; // no param is read\n";
     out += fmt::format("  const int64_t n = (r1 - r0) * {};{}\n", w, vector ? fmt::format(" // groups of {} elements", vector_) : "");
     out += "  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x) {\n";
     if (vector) {
       out += fmt::format("    const int64_t r = r0 + e / {}, i0 = e % {} * {};\n", w, w, vector_);
-      bool usesP = false;
-      for (const Instr &in : k.sweeps[0].body)
-        for (const Operand &o : in.args) usesP |= o.kind == Operand::Kind::Param && !o.scalar;
       if (usesP) out += "    const real *__restrict__ P = params + i0;\n";
-      else out += "    (void)params;\n";
     } else {
       out += fmt::format("    const int64_t r = r0 + e / {}, i = e % {};\n", w, w);
     }

@@ -98,7 +98,7 @@ typedef struct rnnc_model {
    * gradients and the `out` of the readers are device memory, 16-byte
  * aligned (as cudaMalloc returns it); forward and
    * backward queue their work on the model's stream (a blocking stream, so a
-   * later cudaMemcpy on the default stream waits for it); synchronize waits
+   * later cudaMemcpy on the legacy default stream waits for it); synchronize waits
    * for it; read_loss waits too. A CUDA model's streams are shared by all its
  * workspaces: call it from one thread at a time. The device_* calls give CUDA memory for
    * such a model (null on the CPU): alloc returns null on failure, copy
