@@ -28,9 +28,11 @@ public:
   /// A double as a literal of type `real`.
   static std::string literal(double v);
 
-protected:
-  /// The element offset of row `row` ("r", "r0") of buffer b read at t - delay.
+  /// The element offset of row `row` ("r", "r0") of buffer b read at t - delay
+  /// (host code uses it too, for library calls).
   static std::string rowOffset(const Buffer &b, int32_t delay, const std::string &row);
+
+protected:
   static const char *elementType(const Buffer &b);
   /// The row pointer of buffer b read with `delay` ("c_7_prev").
   std::string rowPointer(int buffer, int32_t delay) const;

@@ -211,12 +211,12 @@ std::string CudaPrinter::fusedKernel(const KernelIR &k) {
     const Buffer &b = p_.buffers[buffer];
     bool store = delay == 0 && written.count(buffer);
     std::string at = fmt::format("ws.{} + {}", b.name, rowOffset(b, delay, "r"));
-    bool scalarRow = true; // read only as a broadcast element: no offset by the thread's elements
-    for (const Instr &in : k.sweeps[0].body) {
-      scalarRow &= in.store != buffer || delay != 0;
+    // A row read as a broadcast element is not offset by the thread's elements
+    // (elementsPerThread keeps a row from being read both ways).
+    bool scalarRow = false;
+    for (const Instr &in : k.sweeps[0].body)
       for (const Operand &o : in.args)
-        scalarRow &= !(o.kind == Operand::Kind::Load && o.buffer == buffer && o.delay == delay && !o.scalar);
-    }
+        scalarRow |= o.kind == Operand::Kind::Load && o.scalar && o.buffer == buffer && o.delay == delay;
     rows += fmt::format("    {}{} *__restrict__ {} = {};\n", store ? "" : "const ", elementType(b), rowPointer(buffer, delay),
                         vector && !scalarRow ? at + " + i0" : at);
   }

@@ -18,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace rnnc::cuda {
@@ -115,35 +116,31 @@ private:
 };
 
 /// Row-major C[M][N] = op(A) · op(B) + beta · C, as rnnc::cpu::gemm: cuBLAS is
-/// column-major, so it computes Cᵀ = op(B)ᵀ · op(A)ᵀ.
-inline cublasStatus_t gemm(cublasHandle_t h, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A,
-                           const float *B, float *C, float beta) {
-  const float one = 1;
-  return cublasSgemm(h, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(N),
-                     static_cast<int>(M), static_cast<int>(K), &one, B, static_cast<int>(tb ? K : N), A,
-                     static_cast<int>(ta ? M : K), &beta, C, static_cast<int>(N));
-}
-inline cublasStatus_t gemm(cublasHandle_t h, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const double *A,
-                           const double *B, double *C, double beta) {
-  const double one = 1;
-  return cublasDgemm(h, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(N),
-                     static_cast<int>(M), static_cast<int>(K), &one, B, static_cast<int>(tb ? K : N), A,
-                     static_cast<int>(ta ? M : K), &beta, C, static_cast<int>(N));
+/// column-major, so it computes Cᵀ = op(B)ᵀ · op(A)ᵀ. T: float or double.
+template <class T>
+inline cublasStatus_t gemm(cublasHandle_t h, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T *A, const T *B,
+                           T *C, T beta) {
+  const T one = 1;
+  auto call = [&](auto gemmFn) {
+    return gemmFn(h, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(N),
+                  static_cast<int>(M), static_cast<int>(K), &one, B, static_cast<int>(tb ? K : N), A,
+                  static_cast<int>(ta ? M : K), &beta, C, static_cast<int>(N));
+  };
+  if constexpr (std::is_same_v<T, float>) return call(cublasSgemm);
+  else return call(cublasDgemm);
 }
 
 /// g[cols] += Σ_rows d[row][cols] (d row-major): d as a column-major
 /// [cols × rows] matrix times a vector of ones, deterministic unlike atomics.
-inline cublasStatus_t column_sums(cublasHandle_t h, int64_t rows, int64_t cols, const float *d, const float *ones,
-                                  float *g) {
-  const float one = 1;
-  return cublasSgemv(h, CUBLAS_OP_N, static_cast<int>(cols), static_cast<int>(rows), &one, d, static_cast<int>(cols), ones,
-                     1, &one, g, 1);
-}
-inline cublasStatus_t column_sums(cublasHandle_t h, int64_t rows, int64_t cols, const double *d, const double *ones,
-                                  double *g) {
-  const double one = 1;
-  return cublasDgemv(h, CUBLAS_OP_N, static_cast<int>(cols), static_cast<int>(rows), &one, d, static_cast<int>(cols), ones,
-                     1, &one, g, 1);
+template <class T>
+inline cublasStatus_t column_sums(cublasHandle_t h, int64_t rows, int64_t cols, const T *d, const T *ones, T *g) {
+  const T one = 1;
+  auto call = [&](auto gemvFn) {
+    return gemvFn(h, CUBLAS_OP_N, static_cast<int>(cols), static_cast<int>(rows), &one, d, static_cast<int>(cols), ones, 1,
+                  &one, g, 1);
+  };
+  if constexpr (std::is_same_v<T, float>) return call(cublasSgemv);
+  else return call(cublasDgemv);
 }
 
 /// Rows [first, first + rows) of a [*][B][width] device array set to zero.

@@ -61,9 +61,22 @@ cublasStatus_t gemv(cublasOperation_t t, int m, int n, const T *alpha, const T *
 }
 } // namespace rnnc_emulator
 
-#define RNNC_EMU_BLAS(name, T, fn)                                                                                     \
-  template <class... A> inline cublasStatus_t name(cublasHandle_t, A... a) { return rnnc_emulator::fn<T>(a...); }
-RNNC_EMU_BLAS(cublasSgemm, float, gemm)
-RNNC_EMU_BLAS(cublasDgemm, double, gemm)
-RNNC_EMU_BLAS(cublasSgemv, float, gemv)
-RNNC_EMU_BLAS(cublasDgemv, double, gemv)
+// Plain functions with cuBLAS's signatures, so code may take their address.
+inline cublasStatus_t cublasSgemm(cublasHandle_t, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                                  const float *alpha, const float *A, int lda, const float *B, int ldb, const float *beta,
+                                  float *C, int ldc) {
+  return rnnc_emulator::gemm<float>(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+inline cublasStatus_t cublasDgemm(cublasHandle_t, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                                  const double *alpha, const double *A, int lda, const double *B, int ldb,
+                                  const double *beta, double *C, int ldc) {
+  return rnnc_emulator::gemm<double>(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+inline cublasStatus_t cublasSgemv(cublasHandle_t, cublasOperation_t t, int m, int n, const float *alpha, const float *A,
+                                  int lda, const float *x, int incx, const float *beta, float *y, int incy) {
+  return rnnc_emulator::gemv<float>(t, m, n, alpha, A, lda, x, incx, beta, y, incy);
+}
+inline cublasStatus_t cublasDgemv(cublasHandle_t, cublasOperation_t t, int m, int n, const double *alpha, const double *A,
+                                  int lda, const double *x, int incx, const double *beta, double *y, int incy) {
+  return rnnc_emulator::gemv<double>(t, m, n, alpha, A, lda, x, incx, beta, y, incy);
+}
