@@ -14,7 +14,7 @@ namespace {
 
 class ModulePrinter {
 public:
-  ModulePrinter(const Program &p, const SourceManager &sm) : p_(p), sm_(sm), kernels_(p, sm) {}
+  ModulePrinter(const Program &p, const SourceManager &sm) : p_(p), kernels_(p, sm) {}
   std::string print();
 
 private:
@@ -25,7 +25,6 @@ private:
   std::string launch(int kernel, const std::string &rows, const std::string &indent);
 
   const Program &p_;
-  const SourceManager &sm_;
   CppPrinter kernels_;
 };
 

@@ -36,6 +36,19 @@ bool canReplace(const Graph &g, NodeId id, Edge to) {
   return true;
 }
 
+/// Whether something outside the graph's nodes reads `id`: an output, the
+/// loss, or a gradient the backward pass returns.
+bool readOutside(const Graph &g, NodeId id) {
+  if (g.loss == id) return true;
+  for (const GraphPort &o : g.outputs)
+    if (o.value.src == id) return true;
+  for (const GraphPort &i : g.grads.inputs)
+    if (i.value.src == id) return true;
+  for (const auto &[name, state] : g.grads.states)
+    if (state == id) return true;
+  return false;
+}
+
 double fold(Op op, const std::vector<double> &x) {
   auto sig = [](double v) { return 1 / (1 + std::exp(-v)); };
   switch (op) {
@@ -97,8 +110,7 @@ bool flatten(Graph &g) {
     bool any = false;
     for (Edge e : n.inputs) {
       const Node &in = g.node(e.src);
-      bool single = users[e.src].size() == 1 && g.loss.value_or(kNoNode) != e.src;
-      for (const GraphPort &o : g.outputs) single &= o.value.src != e.src;
+      const bool single = users[e.src].size() == 1 && !readOutside(g, e.src);
       if (e.delay == 0 && in.op == n.op && single && e.src != id) {
         flat.insert(flat.end(), in.inputs.begin(), in.inputs.end());
         for (auto loc : in.locs) n.locs.push_back(loc);

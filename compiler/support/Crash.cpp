@@ -8,10 +8,17 @@
 
 namespace rnnc {
 
+namespace {
+bool abortOnError = false;
+} // namespace
+
+void abortOnInternalError() { abortOnError = true; }
+
 void internalError(const char *file, int line, const std::string &what) {
   std::fflush(stdout);
   std::fprintf(stderr, "rnnc: internal compiler error: %s (at %s:%d)\n", what.c_str(), file, line);
   std::fprintf(stderr, "rnnc: this is a bug in rnnc; please report it with the input that caused it\n");
+  if (abortOnError) std::abort();
   std::_Exit(kExitInternal);
 }
 

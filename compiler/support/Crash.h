@@ -13,6 +13,10 @@ constexpr int kExitInternal = 70; // EX_SOFTWARE
 
 [[noreturn]] void internalError(const char *file, int line, const std::string &what);
 
+/// Makes internalError abort() after its message instead of exiting, so that a
+/// fuzzer or a debugger records the failure and its stack (tests/fuzz).
+void abortOnInternalError();
+
 /// Installs handlers so that a crash (SIGSEGV, SIGABRT, ...) still prints
 /// "internal compiler error" and exits with kExitInternal.
 void installCrashHandlers();

@@ -73,7 +73,9 @@ bool checkSizes(const rnnc_model &m, const Checkpoint &c, std::string &error) {
   return ok;
 }
 
-uint64_t checksum(const Metadata &meta, const std::vector<io::Tensor> &tensors) {
+}  // namespace
+
+uint64_t checkpointChecksum(const Metadata &meta, const std::vector<io::Tensor> &tensors) {
   uint64_t h = fnv1a("", 0);
   for (const auto &[key, value] : meta) {
     if (key == "checksum") continue;
@@ -89,6 +91,8 @@ uint64_t checksum(const Metadata &meta, const std::vector<io::Tensor> &tensors) 
   }
   return h;
 }
+
+namespace {
 
 bool parseInt(const Metadata &meta, const std::string &key, int64_t &out, std::string &why) {
   auto it = meta.find(key);
@@ -191,7 +195,7 @@ bool saveCheckpoint(const std::string &path, const rnnc_model &m, const Checkpoi
                    {"batch", std::to_string(c.batch)},
                    {"rng", c.rng},
                    {"data_position", std::to_string(c.position)}};
-  meta["checksum"] = fmt::format("{:016x}", checksum(meta, tensors));
+  meta["checksum"] = fmt::format("{:016x}", checkpointChecksum(meta, tensors));
   return io::writeSafetensors(path, tensors, error, meta);
 }
 
@@ -214,7 +218,7 @@ bool loadCheckpoint(const std::string &path, const rnnc_model &m, Checkpoint &c,
   if (get(meta, "format_version") != kCheckpointVersion)
     return fail(fmt::format("checkpoint format version '{}', this rnnc reads version {}", get(meta, "format_version"),
                             kCheckpointVersion));
-  const std::string sum = fmt::format("{:016x}", checksum(meta, *tensors));
+  const std::string sum = fmt::format("{:016x}", checkpointChecksum(meta, *tensors));
   if (get(meta, "checksum") != sum)
     return fail(fmt::format("the checkpoint is corrupt: checksum {} does not match its content ({})",
                             get(meta, "checksum"), sum));

@@ -293,6 +293,13 @@ def cases(rnnc):
         out.append((f"compiled/{name}/f64-params", params_only))
         if name in FD_SAMPLES:
             out.append((f"compiled/{name}/fd", fd_check(rnnc, shared, p)))
+    # Cells that once broke the compiler (most found by the fuzzer): compiled
+    # against the interpreter, forward and backward, in f64.
+    regressions = os.path.join(os.path.dirname(os.path.abspath(__file__)), "regressions")
+    for f in sorted(os.listdir(regressions)):
+        p = os.path.join(regressions, f)
+        out.append((f"compiled/regressions/{f[:-4]}/f64",
+                    equal_check(rnnc, shared, f"regressions/{f[:-4]}", p, {}, None, zlib.crc32(f.encode()), "f64")))
     for k in range(GEN_CELLS):
         out += gen_cases(rnnc, shared, k, gendir)
 

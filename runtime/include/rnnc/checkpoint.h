@@ -12,8 +12,13 @@
 #include "rnnc/optim.h"
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
+
+namespace rnnc::io {
+struct Tensor;
+}
 
 namespace rnnc::rt {
 
@@ -45,6 +50,13 @@ bool saveCheckpoint(const std::string &path, const rnnc_model &m, const Checkpoi
 /// version; another model (name or source hash), task, optimizer or batch; a
 /// missing, misshaped or unexpected tensor. On failure `c` may be half filled.
 bool loadCheckpoint(const std::string &path, const rnnc_model &m, Checkpoint &c, std::string &error);
+
+/// The checksum a checkpoint records in its metadata: FNV-1a 64 over every
+/// metadata entry but "checksum" (key and value, in key order, each
+/// NUL-terminated) and every tensor (name NUL-terminated, then its float32
+/// bytes), in the order given. Tools and tests use it to seal an edited file.
+uint64_t checkpointChecksum(const std::map<std::string, std::string> &metadata,
+                            const std::vector<io::Tensor> &tensors);
 
 /// FNV-1a 64 of `bytes`, continuing from `hash`.
 uint64_t fnv1a(const void *bytes, size_t n, uint64_t hash = 0xcbf29ce484222325ull);

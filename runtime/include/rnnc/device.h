@@ -38,11 +38,15 @@ public:
   /// Where the model reads and writes what the host keeps in `host`: the
   /// array itself on the CPU, `bytes` of device memory on CUDA (copied with
   /// upload and download). Null on failure.
-  void *mirror(void *host, int64_t bytes) { return onDevice() ? alloc(bytes) : host; }
+  void *mirror(void *host, int64_t bytes) {
+    if (!host && bytes == 0 && !onDevice()) return emptyArray();
+    return onDevice() ? alloc(bytes) : host;
+  }
 
   /// The host array `host` where the model reads it: itself on the CPU, a
   /// device copy on CUDA. Null on failure.
   const void *in(const void *host, int64_t bytes) {
+    if (!host && bytes == 0 && !onDevice()) return emptyArray();
     if (!onDevice() || !host) return host;
     void *p = alloc(bytes);
     if (p && !upload(p, host, bytes)) return nullptr;
@@ -70,6 +74,12 @@ public:
   const std::string &error() const { return error_; }
 
 private:
+  /// Where an array of no elements (a model with no params) is: a valid
+  /// pointer the model never reads, so that null keeps meaning "failed".
+  static void *emptyArray() {
+    alignas(64) static char none[64];
+    return none;
+  }
   bool check(int rc) {
     if (rc == 0) return true;
     error_ = m_.last_error();
