@@ -183,7 +183,8 @@ struct Buffers {
 
 } // namespace
 
-bool runLoadedModel(const rnnc_model &m, const InterpInputs &in, bool grad, InterpResult &out, std::string &error) {
+bool runLoadedModel(const rnnc_model &m, const InterpInputs &in, bool grad, InterpResult &out, std::string &error,
+                    int64_t maxMemory) {
   const int64_t T = in.T, B = in.B, rb = m.real_bytes;
   Buffers buf{m.real_bytes == 8, {}, {}, {}};
   rt::ModelMemory mem(m);
@@ -192,8 +193,14 @@ bool runLoadedModel(const rnnc_model &m, const InterpInputs &in, bool grad, Inte
     error = fmt::format("T = {}, B = {}: the workspace would be too large", T, B);
     return false;
   }
-  if (std::string why = rt::memoryShortfall(static_cast<double>(bytes), fmt::format("T = {}, B = {}: the workspace", T, B));
-      !mem.onDevice() && !why.empty()) {
+  // The plan: the workspace, and the params, inputs and outputs (with --grad,
+  // their gradients) as the model reads and writes them.
+  double plan = static_cast<double>(bytes) + static_cast<double>(rb) * m.param_elements * (grad ? 2 : 1);
+  for (int32_t k = 0; k < m.n_inputs; ++k)
+    plan += static_cast<double>(rb) * T * B * (m.inputs[k].is_index ? 1 : m.inputs[k].shape[0]) * (grad ? 2 : 1);
+  for (int32_t k = 0; k < m.n_outputs; ++k) plan += static_cast<double>(rb) * T * B * m.outputs[k].shape[0] * (grad ? 2 : 1);
+  if (std::string why = rt::memoryShortfall(plan, fmt::format("T = {}, B = {}: the run", T, B), maxMemory);
+      (maxMemory > 0 || !mem.onDevice()) && !why.empty()) {
     error = why;
     return false;
   }

@@ -27,6 +27,7 @@ namespace rnnc {
 /// Runs a loaded model on the interpreter's inputs (same layout) and returns
 /// what the interpreter would: outputs, final states, the loss and, with
 /// `grad`, the gradients. False with `error` when the model refuses the input.
-bool runLoadedModel(const rnnc_model &m, const InterpInputs &in, bool grad, InterpResult &out, std::string &error);
+bool runLoadedModel(const rnnc_model &m, const InterpInputs &in, bool grad, InterpResult &out, std::string &error,
+                    int64_t maxMemory = 0);
 
 } // namespace rnnc

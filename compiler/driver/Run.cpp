@@ -7,6 +7,7 @@
 #include "rnnc/init.h"
 
 #include "interp/Interpreter.h"
+#include "rnnc/memory.h"
 #include "io/Npy.h"
 #include "io/Safetensors.h"
 #include "passes/Autodiff.h"
@@ -110,7 +111,7 @@ static InterpResult runCompiled(const Graph &g, const InterpInputs &in, const Ru
   const rnnc_model *m = loadCompiledModel(bundle, o.f64, error);
   if (!m) fail(error);
   InterpResult r;
-  if (!runLoadedModel(*m, in, o.grad, r, error)) fail(error);
+  if (!runLoadedModel(*m, in, o.grad, r, error, o.maxMemory)) fail(error);
   return r;
 }
 
@@ -234,6 +235,11 @@ int runGraph(Graph g, const RunOptions &o) {
     if (ec || !fs::is_directory(o.out) || ::access(o.out.c_str(), W_OK) != 0)
       fail(fmt::format("cannot write to output directory '{}'{}", o.out, ec ? ": " + ec.message() : ""));
 
+    if (!o.compiled)
+      if (std::string why = rt::memoryShortfall(interpreterBytes(g, in.T, in.B),
+                                                fmt::format("T = {}, B = {}: the interpreter", in.T, in.B), o.maxMemory);
+          !why.empty())
+        fail(why);
     InterpResult r = o.compiled ? runCompiled(g, in, o) : interpret(g, in);
 
     // Everything computed: write, each file atomically.

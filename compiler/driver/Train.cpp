@@ -233,6 +233,14 @@ int trainCommand(const TrainCommand &c) {
   if (!bundle) return 1;
   const rnnc_model *m = load(*bundle);
   if (!m) return 1;
+  // Refused before the params are drawn: the plan counts them.
+  const double plan = rt::trainingPlanBytes(*m, c.train);
+  if (std::string why = rt::memoryShortfall(plan, fmt::format("training with --batch {} --bptt {}", c.train.batch,
+                                                              c.train.bptt), c.train.max_memory);
+      plan > 0 && !why.empty() && (c.train.max_memory > 0 || m->device == RNNC_DEVICE_CPU)) {
+    fmt::print(stderr, "rnnc: error: model '{}': {}\n", m->name, why);
+    return 1;
+  }
   std::vector<float> params;
   if (!c.params.empty()) {
     std::string error;
@@ -261,7 +269,8 @@ struct Timing {
 };
 
 /// Forward alone and forward + backward of m, `runs` times after `warmup`.
-std::optional<Timing> timeModel(const rnnc_model &m, const Elaboration &e, int64_t T, int64_t B, int runs, int warmup) {
+std::optional<Timing> timeModel(const rnnc_model &m, const Elaboration &e, int64_t T, int64_t B, int runs, int warmup,
+                                int64_t maxMemory) {
   Timing t;
   t.workspaceBytes = m.workspace_bytes(T, B);
   if (t.workspaceBytes <= 0) {
@@ -272,8 +281,9 @@ std::optional<Timing> timeModel(const rnnc_model &m, const Elaboration &e, int64
   double bytes = static_cast<double>(t.workspaceBytes);
   for (int32_t k = 0; k < m.n_inputs; ++k) bytes += 4.0 * T * B * (m.inputs[k].is_index ? 1 : m.inputs[k].shape[0]);
   for (int32_t k = 0; k < m.n_seeds; ++k) bytes += 4.0 * T * B * m.seeds[k].shape[0];
-  if (std::string why = rt::memoryShortfall(bytes, fmt::format("--batch {} --seq {}: the run", B, T));
-      m.device == RNNC_DEVICE_CPU && !why.empty()) {
+  bytes += 8.0 * m.param_elements;  // params and their gradients
+  if (std::string why = rt::memoryShortfall(bytes, fmt::format("--batch {} --seq {}: the run", B, T), maxMemory);
+      (maxMemory > 0 || m.device == RNNC_DEVICE_CPU) && !why.empty()) {
     fmt::print(stderr, "rnnc: error: {}\n", why);
     return std::nullopt;
   }
@@ -369,7 +379,7 @@ int benchCommand(const BenchCommand &c) {
     if (!bundle) return 1;
     const rnnc_model *m = load(*bundle);
     if (!m) return 1;
-    auto t = timeModel(*m, *loaded.entity, c.seq, c.batch, c.runs, c.warmup);
+    auto t = timeModel(*m, *loaded.entity, c.seq, c.batch, c.runs, c.warmup, c.maxMemory);
     if (!t) return 1;
     timings[label] = *t;
     int64_t paramBytes = m->param_elements * 4;

@@ -39,6 +39,7 @@ struct BenchCommand {
   bool onlyOptimized = false; // skip the -O0 column
   std::string device = "cpu";  // cpu or cuda (resolved)
   codegen::CudaOptions cuda;   // --tf32, --cuda-graphs
+  int64_t maxMemory = 0;       // --max-memory in bytes; 0: the machine's physical memory
 };
 
 int benchCommand(const BenchCommand &c);

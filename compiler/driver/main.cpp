@@ -16,6 +16,7 @@
 #include "passes/Autodiff.h"
 #include "passes/Pipeline.h"
 #include "passes/Stats.h"
+#include "rnnc/memory.h"
 #include "support/Crash.h"
 
 #include <CLI/CLI.hpp>
@@ -88,6 +89,20 @@ std::unique_ptr<FrontendResult> readFile(const CommonOptions &o) {
     fo.dims.push_back(*parsed);
   }
   return runFrontend(o.file, fo);
+}
+
+/// --max-memory SIZE on a command that allocates arrays: bytes in `bytes`.
+void addMaxMemory(CLI::App &cmd, int64_t &bytes) {
+  cmd.add_option_function<std::string>(
+         "--max-memory",
+         [&bytes](const std::string &text) {
+           bytes = rt::parseBytes(text);
+           if (bytes <= 0)
+             throw CLI::ValidationError("--max-memory", "'" + text + "' is not a size (bytes, or a number with K, M, G "
+                                                                 "or T: 512M, 1.5G)");
+         },
+         "refuse a run whose plan needs more memory than this, before allocating (default: the machine's memory)")
+      ->type_name("SIZE");
 }
 
 std::string widthText(const std::optional<int64_t> &w) { return w ? std::to_string(*w) : "?"; }
@@ -164,6 +179,8 @@ int run(int argc, char **argv) {
   run->add_option("--out", runOut, "where the results go")->required()->type_name("DIR");
   run->add_option("--dtype", runDtype, "f32 or f64")->check(CLI::IsMember({"f32", "f64"}));
   run->add_option("--device", runDevice, "auto, cpu or cuda")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  int64_t runMaxMemory = 0;
+  addMaxMemory(*run, runMaxMemory);
   run->add_option("--engine", runEngine, "compiled (default: the generated code) or interp (the reference interpreter)")
       ->check(CLI::IsMember({"compiled", "interp"}));
 
@@ -217,6 +234,9 @@ int run(int argc, char **argv) {
   trainCmd->add_option("--resume", tc.train.resume, "continue from this checkpoint")->type_name("CKPT");
   trainCmd->add_option("--log", tc.train.log, "a CSV log: step, loss, metric, grad norm, lr, seconds")->type_name("FILE.csv");
   trainCmd->add_flag("--quiet", tc.train.quiet, "no progress, only errors");
+  trainCmd->add_flag("--skip-nonfinite", tc.train.skip_nonfinite,
+                     "skip a step whose loss or gradient is not finite, and count it (default: stop there)");
+  addMaxMemory(*trainCmd, tc.train.max_memory);
   trainCmd->add_flag("--tf32", tc.cuda.tf32, "cuda: float GEMMs may use TF32 tensor cores");
   trainCmd->add_flag("--cuda-graphs", tc.cuda.cudaGraphs, "cuda: replay each loop as a CUDA graph");
 
@@ -234,6 +254,7 @@ int run(int argc, char **argv) {
   benchCmd->add_flag("--tf32", bc.cuda.tf32, "cuda: float GEMMs may use TF32 tensor cores");
   benchCmd->add_flag("--cuda-graphs", bc.cuda.cudaGraphs, "cuda: replay each loop as a CUDA graph");
   benchCmd->add_flag("--no-baseline", bc.onlyOptimized, "skip the -O0 build");
+  addMaxMemory(*benchCmd, bc.maxMemory);
 
   auto isCommand = [&](const std::string &name) {
     for (const CLI::App *sub : app.get_subcommands([](CLI::App *) { return true; }))
@@ -316,6 +337,7 @@ int run(int argc, char **argv) {
       return kExitUserError;
     }
     ro.optimize = !runOpts.o0;
+    ro.maxMemory = runMaxMemory;
     auto r = readFile(runOpts);
     if (!r || !r->ok()) {
       if (r) printSummary(*r->diags);

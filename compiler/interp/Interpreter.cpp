@@ -318,4 +318,12 @@ InterpResult Interpreter::run() {
 
 InterpResult interpret(const Graph &g, const InterpInputs &in) { return Interpreter(g, in).run(); }
 
+double interpreterBytes(const Graph &g, int64_t T, int64_t B) {
+  double bytes = 0;
+  for (NodeId id = 0; id < g.nodes.size(); ++id)
+    if (!g.node(id).dead && opKind(g.node(id).op) != OpKind::Accumulate)
+      bytes += 8.0 * static_cast<double>(T) * static_cast<double>(B) * static_cast<double>(stored(g.node(id)));
+  return bytes;
+}
+
 } // namespace rnnc

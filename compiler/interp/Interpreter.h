@@ -41,4 +41,8 @@ std::map<std::string, int64_t> stateDepths(const Graph &g);
 
 InterpResult interpret(const Graph &g, const InterpInputs &in);
 
+/// The bytes `interpret` holds for T steps of B sequences: every live value at
+/// every step (doubles), so that a run too large is refused before it starts.
+double interpreterBytes(const Graph &g, int64_t T, int64_t B);
+
 } // namespace rnnc

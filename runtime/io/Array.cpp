@@ -8,11 +8,14 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <charconv>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <string_view>
+
+#include <csignal>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -190,6 +193,34 @@ bool InputFile::read(uint64_t offset, uint64_t n, char *out, std::string &error)
   return true;
 }
 
+namespace {
+
+/// The temporary file a write of `path` goes through: ".<name>.<pid>-<n>.rnnc-tmp",
+/// beside it, so that a later write can tell a dead writer's leftovers.
+std::string tempName(const std::string &path, long pid, unsigned n) {
+  return fmt::format(".{}.{}-{}.rnnc-tmp", std::filesystem::path(path).filename().string(), pid, n);
+}
+
+/// Removes what writers of `path` killed mid-write (SIGKILL, power loss) left
+/// beside it: temporary files of its name whose process is gone.
+void removeStaleTemps(const std::filesystem::path &dir, const std::string &path) {
+  const std::string prefix = "." + std::filesystem::path(path).filename().string() + ".";
+  std::error_code ec;
+  for (const auto &entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
+    const std::string rest = name.substr(prefix.size());
+    long pid = 0;
+    auto [end, bad] = std::from_chars(rest.data(), rest.data() + rest.size(), pid);
+    if (bad != std::errc() || pid <= 0 || *end != '-' || rest.size() < 9 ||
+        rest.compare(rest.size() - 9, 9, ".rnnc-tmp") != 0)
+      continue;
+    if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) std::filesystem::remove(entry.path(), ec);
+  }
+}
+
+}  // namespace
+
 bool writeFileAtomically(const std::string &path, const std::string &bytes, std::string &error) {
   static std::atomic<unsigned> counter{0};
   std::filesystem::path dir = std::filesystem::path(path).parent_path();
@@ -197,7 +228,7 @@ bool writeFileAtomically(const std::string &path, const std::string &bytes, std:
   std::string tmp;
   int fd = -1;
   for (int attempt = 0; attempt < 100 && fd < 0; ++attempt) {
-    tmp = (dir / fmt::format(".rnnc-{}-{}.tmp", ::getpid(), counter++)).string();
+    tmp = (dir / tempName(path, ::getpid(), counter++)).string();
     fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd < 0 && errno != EEXIST) break;
   }
@@ -231,6 +262,7 @@ bool writeFileAtomically(const std::string &path, const std::string &bytes, std:
     ::fsync(dirFd);
     ::close(dirFd);
   }
+  removeStaleTemps(dir, path);
   return true;
 }
 

@@ -194,7 +194,8 @@ bool saveCheckpoint(const std::string &path, const rnnc_model &m, const Checkpoi
                    {"step", std::to_string(c.step)},
                    {"batch", std::to_string(c.batch)},
                    {"rng", c.rng},
-                   {"data_position", std::to_string(c.position)}};
+                   {"data_position", std::to_string(c.position)},
+                   {"skipped", std::to_string(c.skipped)}};
   meta["checksum"] = fmt::format("{:016x}", checkpointChecksum(meta, tensors));
   return io::writeSafetensors(path, tensors, error, meta);
 }
@@ -225,6 +226,10 @@ bool loadCheckpoint(const std::string &path, const rnnc_model &m, Checkpoint &c,
   if (!checkIdentity(meta, m, c, why)) return fail(why);
   if (!parseInt(meta, "step", c.step, why) || !parseInt(meta, "data_position", c.position, why)) return fail(why);
   if (c.step < 0) return fail(fmt::format("its step {} is negative", c.step));
+  c.skipped = 0;  // "skipped" came after format version 1's first files: absent means none
+  if (meta.count("skipped") && !parseInt(meta, "skipped", c.skipped, why)) return fail(why);
+  if (c.skipped < 0 || c.skipped > c.step)
+    return fail(fmt::format("its count of skipped steps {} is not within its {} steps", c.skipped, c.step));
   c.rng = get(meta, "rng");
   if (!fillTensors(*tensors, layout(m, c), why)) return fail(why);
   return true;

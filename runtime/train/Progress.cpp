@@ -1,9 +1,12 @@
 // The progress bar, plain progress lines and the CSV log (progress.h).
 #include "rnnc/progress.h"
 
+#include "io/Array.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -39,6 +42,19 @@ double Progress::seconds() const {
 bool Progress::openLog(const std::string &path, bool append, std::string &error) {
   std::error_code ec;
   const bool resumeRows = append && std::filesystem::is_regular_file(path, ec) && std::filesystem::file_size(path, ec) > 0;
+  if (resumeRows) {
+    // Keep the header and the rows of steps 1..first_, whole lines only.
+    std::ifstream in(path);
+    std::string kept, row;
+    while (std::getline(in, row) && !in.eof()) {
+      int64_t step = 0;
+      auto [end, bad] = std::from_chars(row.data(), row.data() + row.size(), step);
+      const bool isRow = bad == std::errc() && end != row.data() && *end == ',';
+      if (isRow && step > first_) break;
+      kept += row + "\n";
+    }
+    if (!io::writeFileAtomically(path, kept, error)) return false;
+  }
   log_.open(path, resumeRows ? std::ios::app : std::ios::trunc);
   if (!log_) {
     error = fmt::format("{}: cannot write the log: {}", path, std::strerror(errno));
@@ -47,6 +63,10 @@ bool Progress::openLog(const std::string &path, bool append, std::string &error)
   logPath_ = path;
   if (!resumeRows) log_ << "step,loss,metric,grad_norm,lr,seconds\n";
   return true;
+}
+
+void Progress::flushLog() {
+  if (log_.is_open()) log_.flush();
 }
 
 void Progress::update(int64_t step, double loss, double metric, double gradNorm, double lr) {

@@ -3,11 +3,15 @@
 //   2. make the task (binds the ports) and the optimizer;
 //   3. with --resume, load the checkpoint: params, optimizer state, step, the
 //      task's RNG and data position, carried states;
-//   4. allocate the workspace once (64-byte aligned, workspace_bytes(T, B));
+//   4. check the plan's bytes against max_memory, then allocate the workspace
+//      once (64-byte aligned, workspace_bytes(T, B));
 //   5. each step: the task's next segment; forward (with the carried states
 //      when the task carries them, zeros after the streams wrap); the loss,
-//      refused when not finite; backward from the model's own loss; clipping;
-//      the optimizer step; the final states kept for the next segment; the
+//      backward from the model's own loss; a non-finite loss or gradient stops
+//      the run naming the step and the first bad param (or, with
+//      skip_nonfinite, skips the step); clipping; the optimizer step (a param
+//      that becomes non-finite stops the run); the final states kept for the
+//      next segment; the
 //      metric from output 0; progress and the CSV row; a checkpoint every
 //      save_every steps and at the end.
 // Everything runs in a fixed order on the CPU, so the losses depend only on
@@ -66,7 +70,8 @@ bool checkRun(const rnnc_model &m, const std::vector<float> &params, const Train
   auto fits = [&](const rnnc_tensor &t, int64_t rows, const char *what) {
     auto bytes = io::checkedBytes({rows, o.batch, t.shape[0]}, 4);
     if (bytes && *bytes <= kMaxBufferBytes) return true;
-    error = fmt::format("{} '{}' of {} steps x {} sequences x {} is too large", what, t.name, rows, o.batch, t.shape[0]);
+    error = fmt::format("{} '{}' of {} steps x {} sequences x {} floats is too large ({} at most)", what, t.name, rows,
+                        o.batch, t.shape[0], bytesText(static_cast<double>(kMaxBufferBytes)));
     return false;
   };
   for (int k = 0; k < m.n_inputs; ++k)
@@ -76,6 +81,51 @@ bool checkRun(const rnnc_model &m, const std::vector<float> &params, const Train
   for (int k = 0; k < m.n_states; ++k)
     if (!fits(m.states[k], m.states[k].depth, "state")) return false;
   return true;
+}
+
+/// "nan" (never "-nan"), "inf", "-inf" or the number.
+std::string valueText(double v) { return std::isnan(v) ? "nan" : fmt::format("{:g}", v); }
+
+/// "'h1.W_hh' [3, 1]": param p's element i, by its indices.
+std::string elementName(const rnnc_tensor &p, int64_t i) {
+  std::string at;
+  for (int32_t d = p.rank - 1; d >= 0; --d) {
+    at = std::to_string(i % p.shape[d]) + (at.empty() ? "" : ", ") + at;
+    i /= p.shape[d];
+  }
+  return fmt::format("'{}' [{}]", p.name, at);
+}
+
+/// The first param (in the model's order) with a value that is not finite in
+/// `values`, a flat array laid out as the params: "'h1.W_hh' [3, 1] is nan";
+/// "" when all are finite.
+std::string firstNonFinite(const rnnc_model &m, const float *values) {
+  for (int32_t k = 0; k < m.n_params; ++k) {
+    const rnnc_tensor &p = m.params[k];
+    int64_t n = 1;
+    for (int32_t d = 0; d < p.rank; ++d) n *= p.shape[d];
+    for (int64_t i = 0; i < n; ++i)
+      if (!std::isfinite(values[p.offset + i])) return elementName(p, i) + " is " + valueText(values[p.offset + i]);
+  }
+  return "";
+}
+
+/// The param value of largest magnitude: "'h1.W_hh' [3, 1] = 1.2e+31" (what a
+/// non-finite loss with finite params most often comes from).
+std::string largestParam(const rnnc_model &m, const float *values) {
+  std::string name;
+  float largest = -1;
+  for (int32_t k = 0; k < m.n_params; ++k) {
+    const rnnc_tensor &p = m.params[k];
+    int64_t n = 1;
+    for (int32_t d = 0; d < p.rank; ++d) n *= p.shape[d];
+    for (int64_t i = 0; i < n; ++i)
+      if (std::fabs(values[p.offset + i]) > largest) {
+        largest = std::fabs(values[p.offset + i]);
+        name = fmt::format("{} = {:g}", elementName(p, i), values[p.offset + i]);
+      }
+  }
+  return name;
 }
 
 /// Everything a run owns between steps.
@@ -99,6 +149,7 @@ struct Run {
     c.params = params;
     c.slots = opt->slots();
     c.carry = carry;
+    c.skipped = skipped;
     return c;
   }
 
@@ -123,10 +174,26 @@ struct Run {
     opt->setSteps(c.step);
     carry = std::move(c.carry);
     step = c.step;
+    skipped = c.skipped;
     return true;
   }
 
   bool save(std::string &error) const { return saveCheckpoint(o.save, m, snapshot(), error); }
+
+  /// Whether a step whose loss or gradient is not finite (`what`) may be
+  /// skipped; if not, `error` says where training stopped.
+  bool nonFinite(int64_t step, const std::string &what, std::string &error) {
+    if (!o.skip_nonfinite) {
+      error = fmt::format("step {}: {}; training stopped (try a smaller --lr or --clip, or --skip-nonfinite)", step, what);
+      return false;
+    }
+    if (!o.quiet && skipped < 10)
+      fmt::print(stderr, "rnnc: warning: step {}: {}; step skipped{}\n", step, what,
+                 skipped == 9 ? " (further skips are only counted)" : "");
+    ++skipped;
+    return true;
+  }
+  int64_t skipped = 0;
 };
 
 std::string startLine(const Run &r) {
@@ -143,6 +210,19 @@ bool trainChecked(const rnnc_model &m, std::vector<float> &params, const TrainOp
                   std::string &error) {
   result = TrainResult{};
   if (!checkRun(m, params, o, error)) return false;
+  // Step 4's check comes first: the optimizer's slots are part of the plan.
+  const double plan = trainingPlanBytes(m, o);
+  if (plan < 0) {
+    error = fmt::format("model '{}': the workspace for {} steps x {} sequences is too large", m.name, o.bptt, o.batch);
+    return false;
+  }
+  // A CUDA model without a limit: cudaMalloc does not overcommit, so it fails cleanly.
+  if (std::string why = memoryShortfall(plan, fmt::format("training with --batch {} --bptt {}", o.batch, o.bptt),
+                                        o.max_memory);
+      !why.empty() && (o.max_memory > 0 || m.device == RNNC_DEVICE_CPU)) {
+    error = fmt::format("model '{}': {}", m.name, why);
+    return false;
+  }
   Run r{m, o, params, nullptr, nullptr, {}, 0};
   const int64_t T = o.bptt, B = o.batch;
   r.task = makeTask(o.task, m, T, B, o.seed, error);
@@ -158,15 +238,6 @@ bool trainChecked(const rnnc_model &m, std::vector<float> &params, const TrainOp
   result.steps_done = r.step;
 
   const int64_t wsBytes = m.workspace_bytes(T, B);
-  if (wsBytes <= 0) {
-    error = fmt::format("model '{}': the workspace for {} steps x {} sequences is too large", m.name, T, B);
-    return false;
-  }
-  if (std::string why = memoryShortfall(static_cast<double>(wsBytes), fmt::format("the workspace for {} steps x {} sequences", T, B));
-      m.device == RNNC_DEVICE_CPU && !why.empty()) {
-    error = fmt::format("model '{}': {}", m.name, why);
-    return false;
-  }
   // Params, gradients and the optimizer stay on the host; a CUDA model gets
   // device copies of what it reads and writes each step.
   ModelMemory mem(m);
@@ -213,21 +284,49 @@ bool trainChecked(const rnnc_model &m, std::vector<float> &params, const TrainOp
       return false;
     }
     const double loss = m.read_loss(ws, T, B);
+    double norm = 0;
+    std::string bad;
     if (!std::isfinite(loss)) {
-      error = fmt::format("the loss is {} at step {} (try a smaller --lr or --clip)", loss, step);
-      return false;
+      const std::string first = firstNonFinite(m, params.data()), largest = largestParam(m, params.data());
+      bad = "the loss is " + valueText(loss) +
+            (!first.empty()      ? " (param " + first + ")"
+             : !largest.empty() ? " (the params are finite; the largest is " + largest + ")"
+                                : std::string());
+    } else {
+      if (m.backward(ws, T, B, dParams, nullptr, dGrads, nullptr, nullptr)) {
+        error = fmt::format("model '{}': backward failed at step {}: {}", m.name, step, m.last_error());
+        return false;
+      }
+      if (!moved(mem.download(grads.data(), dGrads, paramBytes))) return false;
+      norm = clipGradNorm(grads.data(), m.param_elements, o.clip);
+      if (!std::isfinite(norm)) {
+        const std::string first = firstNonFinite(m, grads.data());
+        bad = first.empty() ? "the gradient norm is " + valueText(norm) : "the gradient of " + first;
+      }
     }
-    if (m.backward(ws, T, B, dParams, nullptr, dGrads, nullptr, nullptr)) {
-      error = fmt::format("model '{}': backward failed at step {}: {}", m.name, step, m.last_error());
-      return false;
-    }
-    if (!moved(mem.download(grads.data(), dGrads, paramBytes))) return false;
-    const double norm = clipGradNorm(grads.data(), m.param_elements, o.clip);
-    if (!std::isfinite(norm)) {
-      error = fmt::format("the gradient norm is {} at step {}", norm, step);
-      return false;
+    if (!bad.empty()) {
+      // Skipped: params, optimizer state and carried states stay as they
+      // were; the data moves on, and the step counts (Adam's too), so that a
+      // resumed run skips the same steps.
+      if (!r.nonFinite(step, bad, error)) return false;
+      r.opt->setSteps(step);
+      r.step = step;
+      result.losses.push_back(loss);
+      result.steps_done = step;
+      result.skipped = r.skipped;
+      progress.update(step, loss, std::nan(""), norm, r.opt->learningRate());
+      if (!o.save.empty() && o.save_every > 0 && step % o.save_every == 0 && step < o.steps) {
+        progress.flushLog();
+        if (!r.save(error)) return false;
+      }
+      continue;
     }
     r.opt->step(params.data(), grads.data());
+    if (const std::string first = firstNonFinite(m, params.data()); !first.empty()) {
+      error = fmt::format("step {}: the update made param {}; training stopped (try a smaller --lr or --clip)", step,
+                          first);
+      return false;
+    }
     for (size_t k = 0; k < r.carry.size(); ++k) {
       m.read_final_state(ws, T, B, static_cast<int32_t>(k), dStates[k]);
       if (!moved(mem.download(r.carry[k].data(), dStates[k], static_cast<int64_t>(r.carry[k].size()) * 4))) return false;
@@ -241,19 +340,35 @@ bool trainChecked(const rnnc_model &m, std::vector<float> &params, const TrainOp
     result.last_loss = loss;
     result.last_metric = metric;
     progress.update(step, loss, metric, norm, r.opt->learningRate());
-    if (!o.save.empty() && o.save_every > 0 && step % o.save_every == 0 && step < o.steps && !r.save(error))
-      return false;
+    if (!o.save.empty() && o.save_every > 0 && step % o.save_every == 0 && step < o.steps) {
+      progress.flushLog();  // the log has every row the checkpoint has
+      if (!r.save(error)) return false;
+    }
   }
+  result.skipped = r.skipped;
   progress.finish();
   if (!result.losses.empty()) result.first_loss = result.losses.front();
   if (!o.save.empty() && !r.save(error)) return false;
   if (!o.quiet && !result.losses.empty())
-    fmt::print(stderr, "final {} {:.4f}, loss {:.4f} after {} steps\n", result.metric_name, result.last_metric,
-               result.last_loss, result.steps_done);
+    fmt::print(stderr, "final {} {:.4f}, loss {:.4f} after {} steps{}\n", result.metric_name, result.last_metric,
+               result.last_loss, result.steps_done,
+               r.skipped ? fmt::format(" ({} skipped as non-finite)", r.skipped) : "");
   return true;
 }
 
 }  // namespace
+
+double trainingPlanBytes(const rnnc_model &m, const TrainOptions &o) {
+  const int64_t ws = m.workspace_bytes(o.bptt, o.batch);
+  if (ws <= 0) return -1;
+  const double T = static_cast<double>(o.bptt), B = static_cast<double>(o.batch);
+  const int slots = o.optimizer == "sgd" ? 1 : 2;
+  double bytes = static_cast<double>(ws) + 4.0 * static_cast<double>(m.param_elements) * (2 + slots);
+  for (int32_t k = 0; k < m.n_inputs; ++k) bytes += 4.0 * T * B * (m.inputs[k].is_index ? 1 : m.inputs[k].shape[0]);
+  if (m.n_outputs > 0) bytes += 4.0 * T * B * m.outputs[0].shape[0];
+  for (int32_t k = 0; k < m.n_states; ++k) bytes += 4.0 * m.states[k].depth * B * m.states[k].shape[0];
+  return bytes;
+}
 
 int train(const rnnc_model &m, std::vector<float> &params, const TrainOptions &o, TrainResult *result) {
   TrainResult local;

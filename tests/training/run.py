@@ -9,6 +9,18 @@
               bit for bit, as 40 steps in one run (and the same final params)
   refused     a damaged checkpoint (one byte flipped), a truncated one and one
               of another model are refused with exit 1 and a clear message
+  nonfinite   a NaN gradient stops training naming the step and the param
+              element; an infinite loss names the step; --skip-nonfinite skips
+              exactly the steps whose loss is NaN, counts them, and a run
+              resumed from a checkpoint skips the same steps, bit for bit
+  memory      --max-memory below the plan, and a --bptt x --batch larger than
+              the machine, are refused with the figures before anything is
+              written
+  sigkill     a text run with a checkpoint every step, SIGKILLed at random
+              moments (a third of them while a checkpoint is being written)
+              and resumed each time, ends with the same checkpoint bytes and
+              the same CSV log rows as a run never killed; no temporary file
+              is left behind
 
 Usage: run.py --rnnc PATH. Uses a fresh RNNC_CACHE under a temporary directory."""
 import argparse
@@ -107,6 +119,143 @@ def check_refused(rnnc, work, env):
     return "flipped, truncated and foreign checkpoints refused"
 
 
+# Two models that go non-finite on the adding task's data (x = value, marker):
+# log(v - 0.083) is NaN when a value is below 0.083, which happens in some
+# segments of 4 x 2 values and not others; sqrt(|c| * m) has the gradient
+# m / (2 sqrt(|c| m)) = 0/0 wherever the marker m is 0.
+NAN_LOSS = """model NanLoss(x: [2], y: [1]) -> pred {
+  param w: [1, 2]
+  param b: [1]
+  v, m = split(x, 2)
+  pred = w @ x + b + 0 * log(v - 0.083)
+  loss = mse(pred, y)
+}
+"""
+NAN_GRAD = """model NanGrad(x: [2], y: [1]) -> pred {
+  param w: [1, 2]
+  param c: [1]
+  v, m = split(x, 2)
+  pred = w @ x + sqrt(abs(c) * m)
+  loss = mse(pred, y)
+}
+"""
+
+
+def write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def check_nonfinite(rnnc, work, env):
+    grad_model = write(os.path.join(work, "nangrad.rnn"), NAN_GRAD)
+    err = run([rnnc, "train", grad_model, "--task", "adding", "--bptt", "4", "--batch", "2", "--steps", "20"], env,
+              expect=1)
+    assert "step 1: the gradient of 'c' [0] is nan; training stopped" in err, f"NaN gradient:\n{err}"
+    err = run([rnnc, "train", os.path.join(SAMPLES, "elman.rnn"), "-D", "I=8", "-D", "H=16", "--task", "adding",
+               "--bptt", "10", "--batch", "4", "--steps", "20", "--optimizer", "sgd", "--lr", "1e30", "--clip", "0"],
+              env, expect=1)
+    assert re.search(r"step [0-9]+: (the loss is (inf|nan)|the update made param '[^']+' \[[0-9, ]+\] (inf|nan))", err), \
+        f"diverging run:\n{err}"
+
+    loss_model = write(os.path.join(work, "nanloss.rnn"), NAN_LOSS)
+    base = [rnnc, "train", loss_model, "--task", "adding", "--bptt", "4", "--batch", "2", "--seed", "5",
+            "--skip-nonfinite", "--quiet"]
+    whole, first, second = (os.path.join(work, n) for n in ("nan-whole.csv", "nan-first.csv", "nan-second.csv"))
+    ck_whole, ck = os.path.join(work, "nan-whole.ckpt"), os.path.join(work, "nan-half.ckpt")
+    err = run(base[:-1] + ["--steps", "40", "--log", whole, "--save", ck_whole], env)
+    rows = losses(whole)
+    nans = [i + 1 for i, v in enumerate(rows) if v in ("nan", "-nan")]
+    assert len(rows) == 40 and 0 < len(nans) < 40, f"expected some NaN losses among 40: {rows}"
+    assert f"({len(nans)} skipped as non-finite)" in err, f"skip count {len(nans)} not reported:\n{err[-800:]}"
+    for step in nans[:3]:
+        assert f"warning: step {step}: the loss is nan" in err, f"no warning for step {step}:\n{err[-800:]}"
+    run(base + ["--steps", "20", "--log", first, "--save", ck], env)
+    run(base + ["--steps", "40", "--log", second, "--resume", ck, "--save", ck + ".end"], env)
+    assert losses(first) + losses(second) == rows, "the resumed run skipped other steps"
+    with open(ck_whole, "rb") as f1, open(ck + ".end", "rb") as f2:
+        assert f1.read() == f2.read(), "the final checkpoints differ (params or skip count)"
+    return f"NaN gradient and infinite loss stop with the step; {len(nans)} of 40 NaN steps skipped, resumed alike"
+
+
+def check_memory(rnnc, work, env):
+    ck, log = os.path.join(work, "mem.ckpt"), os.path.join(work, "mem.csv")
+    base = [rnnc, "train", os.path.join(SAMPLES, "lstm.rnn"), "--task", "adding", "--steps", "5", "--save", ck,
+            "--log", log]
+    err = run(base + ["--max-memory", "1M"], env, expect=1)
+    m = re.search(r"training with --batch 32 --bptt 50 needs ([0-9.]+) MiB, more than --max-memory 1.0 MiB", err)
+    assert m, f"--max-memory 1M:\n{err}"
+    err = run(base + ["--batch", "20000", "--bptt", "100000"], env, expect=1)
+    assert re.search(r"needs [0-9.]+ (TiB|PiB), the machine has [0-9.]+ GiB", err), f"huge run:\n{err}"
+    err = run(base + ["--max-memory", "lots"], env, expect=1)
+    assert "--max-memory: 'lots' is not a size" in err, f"bad size:\n{err}"
+    assert not os.path.exists(ck) and not os.path.exists(log), "a refused run wrote files"
+    enough = f"{int(float(m.group(1))) + 1}M"
+    run(base + ["--max-memory", enough, "--quiet"], env)  # the figure, rounded up, is enough
+    return f"refused at 1 MiB (plan {m.group(1)} MiB) and beyond the machine; runs at the plan's figure"
+
+
+def check_sigkill(rnnc, work, env):
+    import random
+    import signal
+    import time
+    corpus = os.path.join(work, "kill-corpus.txt")
+    with open(corpus, "wb") as out:
+        for f in sorted(glob.glob(os.path.join(ROOT, "docs", "*.md"))):
+            with open(f, "rb") as src:
+                out.write(src.read())
+    steps = 100
+    base = [rnnc, "train", os.path.join(SAMPLES, "gru.rnn"), "-D", "I=32", "-D", "H=128", "--task", f"text:{corpus}",
+            "--bptt", "10", "--batch", "4", "--seed", "9", "--save-every", "1", "--quiet"]
+    ref_dir, dir_ = os.path.join(work, "kill-ref"), os.path.join(work, "kill")
+    os.makedirs(ref_dir)
+    os.makedirs(dir_)
+    run(base + ["--steps", "1"], env)  # compiles the model into the cache: later runs start at once
+    t0 = time.monotonic()
+    base += ["--steps", str(steps)]
+    run(base + ["--save", os.path.join(ref_dir, "c.ckpt"), "--log", os.path.join(ref_dir, "log.csv")], env)
+    straight = time.monotonic() - t0
+    ck, log = os.path.join(dir_, "c.ckpt"), os.path.join(dir_, "log.csv")
+    rng = random.Random(1234)
+    kills = mid_write = 0
+    for attempt in range(60):
+        cmd = base + ["--save", ck, "--log", log] + (["--resume", ck] if os.path.exists(ck) else [])
+        p = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        if attempt < 30:
+            if attempt % 3 == 0:
+                # Wait for a checkpoint's temporary file, then kill while it is being written.
+                deadline = time.monotonic() + straight * 2
+                while p.poll() is None and time.monotonic() < deadline:
+                    if any(n.endswith(".rnnc-tmp") for n in os.listdir(dir_)):
+                        p.send_signal(signal.SIGKILL)
+                        break
+            else:
+                time.sleep(rng.uniform(0, straight * 0.15))  # about 30 kills before the end
+                p.send_signal(signal.SIGKILL) if p.poll() is None else None
+        _, err = p.communicate()
+        if p.returncode == -signal.SIGKILL:
+            kills += 1
+            temps = [n for n in os.listdir(dir_) if n.endswith(".rnnc-tmp")]
+            mid_write += bool(temps)
+            continue
+        assert p.returncode == 0, f"attempt {attempt}: exit {p.returncode}\n{err[-2000:]}"
+        break
+    else:
+        raise AssertionError("the run never finished")
+    assert kills >= 20 and mid_write >= 5, f"only {kills} kills, {mid_write} mid-write: the test did not test"
+    with open(os.path.join(ref_dir, "c.ckpt"), "rb") as f1, open(ck, "rb") as f2:
+        assert f1.read() == f2.read(), "the final checkpoint differs from the run never killed"
+
+    def rows(path):
+        with open(path) as f:
+            return [r[:5] for r in csv.reader(f)]  # all but the seconds
+    a, b = rows(os.path.join(ref_dir, "log.csv")), rows(log)
+    assert a == b, f"the log differs from the run never killed: {len(a)} vs {len(b)} rows"
+    left = [n for n in os.listdir(dir_) if n not in ("c.ckpt", "log.csv")]
+    assert not left, f"left behind: {left}"
+    return f"{kills} SIGKILLs ({mid_write} mid-write) over {steps} steps: same checkpoint and log, nothing left"
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rnnc", required=True)
@@ -116,7 +265,8 @@ def main():
     failed = 0
     try:
         for name, check in (("adding", check_adding), ("text", check_text), ("resume", check_resume),
-                            ("refused", check_refused)):
+                            ("refused", check_refused), ("nonfinite", check_nonfinite), ("memory", check_memory),
+                            ("sigkill", check_sigkill)):
             try:
                 print(f"PASS {name}: {check(os.path.abspath(args.rnnc), work, env)}", flush=True)
             except AssertionError as e:

@@ -33,6 +33,7 @@ struct Checkpoint {
   int64_t batch = 0;      // B: the streams (and carried states) depend on it
   std::string rng;        // the task RNG as text
   int64_t position = 0;   // the task's data position (text)
+  int64_t skipped = 0;    // steps skipped as non-finite so far (metadata "skipped"; absent: 0)
   std::vector<float> params;                // flat, param_elements
   std::vector<OptimizerSlot> slots;         // flat, param_elements each
   std::vector<std::vector<float>> carry;    // per state [depth][B][w]; empty: none carried

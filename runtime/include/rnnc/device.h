@@ -56,7 +56,7 @@ public:
   /// Copies `bytes` from host memory into the model's memory at `model`.
   bool upload(void *model, const void *host, int64_t bytes) {
     if (!onDevice()) {
-      if (model != host) std::memcpy(model, host, static_cast<size_t>(bytes));
+      if (model != host && bytes > 0) std::memcpy(model, host, static_cast<size_t>(bytes));
       return true;
     }
     return check(m_.device_copy(model, host, bytes, RNNC_COPY_TO_DEVICE));
@@ -65,7 +65,7 @@ public:
   /// Copies `bytes` of the model's memory at `model` out to host memory.
   bool download(void *host, const void *model, int64_t bytes) {
     if (!onDevice()) {
-      if (model != host) std::memcpy(host, model, static_cast<size_t>(bytes));
+      if (model != host && bytes > 0) std::memcpy(host, model, static_cast<size_t>(bytes));
       return true;
     }
     return check(m_.device_copy(host, model, bytes, RNNC_COPY_TO_HOST));

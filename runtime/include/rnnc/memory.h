@@ -1,10 +1,14 @@
-// How much memory this machine has, so that a run whose plan needs more is
-// refused with the figures before anything is allocated (Linux overcommits:
-// a large allocation that "succeeds" is killed later, when it is touched).
+// How much memory a run may have, so that one whose plan needs more is refused
+// with the figures before anything is allocated (Linux overcommits: a large
+// allocation that "succeeds" is killed later, when it is touched). The limit
+// is --max-memory when given, else the machine's physical memory.
 #pragma once
 
+#include <cctype>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <unistd.h>
 
@@ -16,13 +20,54 @@ inline int64_t physicalMemory() {
   return pages > 0 && size > 0 ? static_cast<int64_t>(pages) * size : 0;
 }
 
-/// "" when `bytes` fit in the machine, else a message naming both figures.
-inline std::string memoryShortfall(double bytes, const std::string &what) {
-  double have = static_cast<double>(physicalMemory());
+/// "512 bytes", "3.0 KiB", "1.5 GiB".
+inline std::string bytesText(double bytes) {
+  static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  char text[64];
+  if (bytes < 1024) {
+    std::snprintf(text, sizeof text, "%.0f bytes", bytes);
+    return text;
+  }
+  int u = 0;
+  bytes /= 1024;
+  while (bytes >= 1024 && u < 5) {
+    bytes /= 1024;
+    ++u;
+  }
+  std::snprintf(text, sizeof text, "%.1f %s", bytes, units[u]);
+  return text;
+}
+
+/// Parses a --max-memory value: bytes, or a number with a binary suffix K, M,
+/// G or T (also KB/KiB, ...; 1K = 1024 bytes), e.g. "512M", "1.5G". 0 on a
+/// malformed, non-positive or overflowing value.
+inline int64_t parseBytes(const std::string &text) {
+  const char *s = text.c_str();
+  char *end = nullptr;
+  const double value = std::strtod(s, &end);
+  if (end == s || !std::isfinite(value) || value <= 0 || std::isspace(static_cast<unsigned char>(*s))) return 0;
+  std::string unit(end);
+  for (char &c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  double scale = 1;
+  if (!unit.empty() && unit != "B") {
+    const std::string letters = "KMGT";
+    const size_t at = letters.find(unit[0]);
+    const std::string rest = unit.substr(1);
+    if (at == std::string::npos || !(rest.empty() || rest == "B" || rest == "IB")) return 0;
+    scale = std::ldexp(1.0, 10 * static_cast<int>(at + 1));
+  }
+  const double bytes = std::floor(value * scale);
+  if (bytes < 1 || bytes >= 9.2e18) return 0;
+  return static_cast<int64_t>(bytes);
+}
+
+/// "" when `bytes` fit in `limit` (0: the machine's physical memory), else a
+/// message naming both figures: "<what> needs 3.0 GiB, more than --max-memory 1.0 GiB".
+inline std::string memoryShortfall(double bytes, const std::string &what, int64_t limit = 0) {
+  const double have = static_cast<double>(limit > 0 ? limit : physicalMemory());
   if (have <= 0 || bytes <= have) return "";
-  char text[96];
-  std::snprintf(text, sizeof text, " needs %.1f GB, the machine has %.1f GB", bytes / 1e9, have / 1e9);
-  return what + text;
+  return what + " needs " + bytesText(bytes) +
+         (limit > 0 ? ", more than --max-memory " + bytesText(have) : ", the machine has " + bytesText(have));
 }
 
 } // namespace rnnc::rt

@@ -21,9 +21,13 @@ public:
   /// null: nothing is shown, the log is still written).
   Progress(int64_t first, int64_t total, std::string metricName, std::FILE *out, bool tty);
   /// Opens the CSV log at `path`: a fresh file with its header, or, when
-  /// `append` and the file is not empty, appended to (a resumed run). False
-  /// with a one-line error when it cannot be written.
+  /// `append` and the file is not empty, appended to (a resumed run) after
+  /// dropping the rows past step `first` (a run killed after its last
+  /// checkpoint logged steps the resumed run does again) and a torn last line.
+  /// False with a one-line error when it cannot be written.
   bool openLog(const std::string &path, bool append, std::string &error);
+  /// Writes what the log holds through to the file (before a checkpoint).
+  void flushLog();
   /// After each step.
   void update(int64_t step, double loss, double metric, double gradNorm, double lr);
   /// After the last step: ends the bar's line.

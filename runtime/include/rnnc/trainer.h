@@ -23,14 +23,22 @@ struct TrainOptions {
   std::string save, resume, log;    // checkpoint out, checkpoint in, CSV log
   int64_t save_every = 0;           // 0: save only at the end (when save is set)
   bool quiet = false;               // no start line, progress or final line (errors still print)
+  bool skip_nonfinite = false;      // skip a step whose loss or gradient is not finite (else: stop)
+  int64_t max_memory = 0;           // bytes a run may allocate; 0: the machine's physical memory
 };
 
 struct TrainResult {
   int64_t steps_done = 0;           // the step reached (counting steps before a resume)
   double first_loss = 0, last_loss = 0, last_metric = 0;
   std::string metric_name;
-  std::vector<double> losses;       // the loss of each step this call ran
+  std::vector<double> losses;       // the loss of each step this call ran (a skipped step's too)
+  int64_t skipped = 0;              // steps skipped as non-finite (--skip-nonfinite), resumed runs included
 };
+
+/// The bytes a run of `m` with `o` allocates: the workspace, params,
+/// gradients and optimizer slots, a segment of inputs and output 0, the
+/// carried states. -1 when the workspace is too large to say (workspace_bytes 0).
+double trainingPlanBytes(const rnnc_model &m, const TrainOptions &o);
 
 /// Trains `m` (float32 only) on the task for `o.steps` steps in total.
 /// params: the flat initial params (param_elements floats), overwritten with
