@@ -323,7 +323,7 @@ bool trainChecked(const rnnc_model &m, std::vector<float> &params, const TrainOp
     }
     r.opt->step(params.data(), grads.data());
     if (const std::string first = firstNonFinite(m, params.data()); !first.empty()) {
-      error = fmt::format("step {}: the update made param {}; training stopped (try a smaller --lr or --clip)", step,
+      error = fmt::format("step {}: after the update, param {}; training stopped (try a smaller --lr or --clip)", step,
                           first);
       return false;
     }
