@@ -7,7 +7,7 @@ packages=(
   g++ cmake ninja-build pkg-config python3
   catch2 libcli11-dev libfmt-dev nlohmann-json3-dev
   libopenblas-dev
-  clang-14 llvm-14-dev llvm-14-tools libclang-14-dev
+  clang-14 llvm-14-dev llvm-14-tools libclang-14-dev libclang-rt-14-dev
 )
 
 bash "$(dirname "$0")/apt-install.sh" install-deps "${packages[@]}"

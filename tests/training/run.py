@@ -16,6 +16,8 @@
   memory      --max-memory below the plan, and a --bptt x --batch larger than
               the machine, are refused with the figures before anything is
               written
+  determinism two runs with the same seed, one with 1 BLAS thread and one with
+              2, write the same checkpoint bytes and log; another seed does not
   sigkill     a text run with a checkpoint every step, SIGKILLed at random
               moments (a third of them while a checkpoint is being written)
               and resumed each time, ends with the same checkpoint bytes and
@@ -195,6 +197,26 @@ def check_memory(rnnc, work, env):
     return f"refused at 1 MiB (plan {m.group(1)} MiB) and beyond the machine; runs at the plan's figure"
 
 
+def check_determinism(rnnc, work, env):
+    corpus = os.path.join(work, "det-corpus.txt")
+    with open(corpus, "wb") as out:
+        for f in sorted(glob.glob(os.path.join(ROOT, "docs", "*.md"))):
+            with open(f, "rb") as src:
+                out.write(src.read())
+    base = [rnnc, "train", os.path.join(SAMPLES, "lstm.rnn"), "-D", "H=128", "--task", f"text:{corpus}",
+            "--bptt", "20", "--batch", "32", "--steps", "10", "--quiet"]
+    out = {}
+    for name, seed, threads in (("a", "7", "1"), ("b", "7", "2"), ("c", "8", "2")):
+        ck, log = os.path.join(work, f"det-{name}.ckpt"), os.path.join(work, f"det-{name}.csv")
+        run(base + ["--seed", seed, "--save", ck, "--log", log],
+            dict(env, OPENBLAS_NUM_THREADS=threads, OMP_NUM_THREADS=threads))
+        with open(ck, "rb") as f, open(log) as g:
+            out[name] = (f.read(), [r[:5] for r in csv.reader(g)])
+    assert out["a"] == out["b"], "the same seed gave different training (1 vs 2 threads)"
+    assert out["a"][0] != out["c"][0], "another seed gave the same checkpoint"
+    return "seed 7 with 1 and 2 threads: identical checkpoint and log; seed 8 differs"
+
+
 def check_sigkill(rnnc, work, env):
     import random
     import signal
@@ -266,7 +288,7 @@ def main():
     try:
         for name, check in (("adding", check_adding), ("text", check_text), ("resume", check_resume),
                             ("refused", check_refused), ("nonfinite", check_nonfinite), ("memory", check_memory),
-                            ("sigkill", check_sigkill)):
+                            ("determinism", check_determinism), ("sigkill", check_sigkill)):
             try:
                 print(f"PASS {name}: {check(os.path.abspath(args.rnnc), work, env)}", flush=True)
             except AssertionError as e:

@@ -69,8 +69,10 @@ def main():
             problems.append("it failed without a clean 'FILE:LINE:COL: error:' or 'rnnc: error:' diagnostic")
         if rc != 0 and out:
             problems.append(f"it failed but wrote {len(out)} bytes to stdout")
-    if rss_mb > a.max_rss_mb:
-        problems.append(f"it used {rss_mb:.0f} MiB of memory (the limit here is {a.max_rss_mb} MiB)")
+    # AddressSanitizer's shadow memory and quarantine take about 2-3x more.
+    max_rss_mb = a.max_rss_mb * (3 if os.environ.get("RNNC_SANITIZER") else 1)
+    if rss_mb > max_rss_mb:
+        problems.append(f"it used {rss_mb:.0f} MiB of memory (the limit here is {max_rss_mb} MiB)")
     if problems:
         sys.stderr.write("expect.py: " + " ".join(cmd)[:300] + "\n")
         for p_ in problems:

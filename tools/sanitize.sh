@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The sanitized tier of the tests (docs/reliability.md): builds rnnc and every
+# test with clang 14, AddressSanitizer and UndefinedBehaviorSanitizer (any
+# report aborts) plus libFuzzer's coverage, in build-san/; then runs the whole
+# ctest suite there, which includes the fuzz-<name> tests: each fuzz target
+# for RNNC_FUZZ_SECONDS (default 60). tools/test.sh runs it after the plain
+# tier; arguments go to ctest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${RNNC_SAN_BUILD_DIR:-build-san}
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
+  -DRNNC_SANITIZE=address,undefined -DRNNC_FUZZ=ON -DRNNC_WERROR=ON \
+  -DRNNC_FUZZ_SECONDS="${RNNC_FUZZ_SECONDS:-60}" >/dev/null
+cmake --build "$build"
+# RNNC_SANITIZER tells the tests that time or bound memory to allow for it.
+export RNNC_SANITIZER=1
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+ctest --test-dir "$build" --output-on-failure "$@"
