@@ -190,7 +190,7 @@ bool runLoadedModel(const rnnc_model &m, const InterpInputs &in, bool grad, Inte
   rt::ModelMemory mem(m);
   int64_t bytes = m.workspace_bytes(T, B);
   if (bytes <= 0) {
-    error = fmt::format("T = {}, B = {}: the workspace would be too large", T, B);
+    error = fmt::format("T = {}, B = {}: the workspace would be too large (over 64 TiB, or T x B over 2^31 - 1 rows)", T, B);
     return false;
   }
   // The plan: the workspace, and the params, inputs and outputs (with --grad,

@@ -274,7 +274,7 @@ std::optional<Timing> timeModel(const rnnc_model &m, const Elaboration &e, int64
   Timing t;
   t.workspaceBytes = m.workspace_bytes(T, B);
   if (t.workspaceBytes <= 0) {
-    fmt::print(stderr, "rnnc: error: --batch {} --seq {}: the workspace would be too large\n", B, T);
+    fmt::print(stderr, "rnnc: error: --batch {} --seq {}: the workspace would be too large (over 64 TiB, or T x B over 2^31 - 1 rows)\n", B, T);
     return std::nullopt;
   }
   // Inputs and seeds too, all checked against the machine before anything is allocated.

@@ -213,7 +213,7 @@ bool trainChecked(const rnnc_model &m, std::vector<float> &params, const TrainOp
   // Step 4's check comes first: the optimizer's slots are part of the plan.
   const double plan = trainingPlanBytes(m, o);
   if (plan < 0) {
-    error = fmt::format("model '{}': the workspace for {} steps x {} sequences is too large", m.name, o.bptt, o.batch);
+    error = fmt::format("model '{}': the workspace for {} steps x {} sequences is too large (over 64 TiB, or T x B over 2^31 - 1 rows)", m.name, o.bptt, o.batch);
     return false;
   }
   // A CUDA model without a limit: cudaMalloc does not overcommit, so it fails cleanly.

@@ -39,14 +39,18 @@ inline bool check_indices(const int32_t *x, int64_t n, int64_t range, const char
 class Carver {
 public:
   static constexpr int64_t kMaxBytes = int64_t(1) << 46;
+  /// Rows of B sequences at most: BLAS and cuBLAS take int dimensions, and the
+  /// hoisted GEMMs and the gradient sums span all (T + pad) · B rows at once.
+  static constexpr int64_t kMaxRows = (int64_t(1) << 31) - 1;
   Carver(void *base, int64_t T, int64_t B) : base_(static_cast<char *>(base)), T_(T), B_(B) {
-    ok_ = T >= 1 && B >= 1 && T <= (int64_t(1) << 31) && B <= (int64_t(1) << 31);
+    ok_ = T >= 1 && B >= 1 && T <= kMaxRows && B <= kMaxRows && T * B <= kMaxRows;
   }
   /// An array of (perT · T + pad) rows of B × width elements.
   template <class E> E *take(int64_t perT, int64_t pad, int64_t width) {
     if (!ok_) return nullptr;
-    __int128 bytes = (__int128(perT) * T_ + pad) * B_ * width * __int128(sizeof(E));
-    if (bytes > kMaxBytes || at_ + bytes > kMaxBytes) {
+    const __int128 rows = (__int128(perT) * T_ + pad) * B_;
+    __int128 bytes = rows * width * __int128(sizeof(E));
+    if (rows > kMaxRows || bytes > kMaxBytes || at_ + bytes > kMaxBytes) {
       ok_ = false;
       return nullptr;
     }
