@@ -226,7 +226,7 @@ def check_sigkill(rnnc, work, env):
         for f in sorted(glob.glob(os.path.join(ROOT, "docs", "*.md"))):
             with open(f, "rb") as src:
                 out.write(src.read())
-    steps = 100
+    steps = 150
     base = [rnnc, "train", os.path.join(SAMPLES, "gru.rnn"), "-D", "I=32", "-D", "H=128", "--task", f"text:{corpus}",
             "--bptt", "10", "--batch", "4", "--seed", "9", "--save-every", "1", "--quiet"]
     ref_dir, dir_ = os.path.join(work, "kill-ref"), os.path.join(work, "kill")
@@ -234,9 +234,12 @@ def check_sigkill(rnnc, work, env):
     os.makedirs(dir_)
     run(base + ["--steps", "1"], env)  # compiles the model into the cache: later runs start at once
     t0 = time.monotonic()
+    run(base + ["--steps", "1"], env)
+    startup = time.monotonic() - t0
     base += ["--steps", str(steps)]
+    t0 = time.monotonic()
     run(base + ["--save", os.path.join(ref_dir, "c.ckpt"), "--log", os.path.join(ref_dir, "log.csv")], env)
-    straight = time.monotonic() - t0
+    per_step = max(time.monotonic() - t0 - startup, 0.0) / steps
     ck, log = os.path.join(dir_, "c.ckpt"), os.path.join(dir_, "log.csv")
     rng = random.Random(1234)
     kills = mid_write = 0
@@ -246,13 +249,14 @@ def check_sigkill(rnnc, work, env):
         if attempt < 30:
             if attempt % 3 == 0:
                 # Wait for a checkpoint's temporary file, then kill while it is being written.
-                deadline = time.monotonic() + straight * 2
+                deadline = time.monotonic() + startup * 2 + per_step * steps * 2
                 while p.poll() is None and time.monotonic() < deadline:
                     if any(n.endswith(".rnnc-tmp") for n in os.listdir(dir_)):
                         p.send_signal(signal.SIGKILL)
                         break
             else:
-                time.sleep(rng.uniform(0, straight * 0.15))  # about 30 kills before the end
+                # From before the first step to a few steps in: 30 kills end well before the last step.
+                time.sleep(rng.uniform(0, startup + 4 * per_step))
                 p.send_signal(signal.SIGKILL) if p.poll() is None else None
         _, err = p.communicate()
         if p.returncode == -signal.SIGKILL:

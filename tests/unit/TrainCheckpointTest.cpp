@@ -498,6 +498,37 @@ TEST_CASE("train: the trainer saves carried states and every save_every steps", 
   CHECK(std::count(log.begin(), log.end(), '\n') == 6);
 }
 
+TEST_CASE("train: the skip count in a checkpoint is optional and checked", "[train]") {
+  TempDir tmp;
+  HandModel h = accumulator();
+  std::vector<float> params(3, 0.0f);
+  TrainOptions o = addingOptions(3);
+  o.save = tmp / "c.ckpt";
+  REQUIRE(train(h.m, params, o, nullptr) == 0);
+  // Rewrites the checkpoint's metadata with `edit` and seals it again.
+  auto resealed = [&](auto edit) {
+    std::string error;
+    std::map<std::string, std::string> meta;
+    auto tensors = rnnc::io::readSafetensors(o.save, error, &meta);
+    REQUIRE(tensors);
+    edit(meta);
+    meta["checksum"] = fmt::format("{:016x}", checkpointChecksum(meta, *tensors));
+    const std::string path = tmp / "edited.ckpt";
+    REQUIRE(rnnc::io::writeSafetensors(path, *tensors, error, meta));
+    return path;
+  };
+  Checkpoint c = expected(h.m);
+  std::string error;
+  REQUIRE(loadCheckpoint(resealed([](auto &m) { m.erase("skipped"); }), h.m, c, error));  // an older file
+  CHECK(c.skipped == 0);
+  REQUIRE(loadCheckpoint(resealed([](auto &m) { m["skipped"] = "2"; }), h.m, c, error));
+  CHECK(c.skipped == 2);
+  const std::string bad = resealed([](auto &m) { m["skipped"] = "4"; });
+  CHECK(loadError(bad, h.m, expected(h.m)) == bad + ": its count of skipped steps 4 is not within its 3 steps");
+  const std::string text = resealed([](auto &m) { m["skipped"] = "two"; });
+  CHECK(loadError(text, h.m, expected(h.m)) == text + ": its metadata 'skipped' is not an integer: 'two'");
+}
+
 TEST_CASE("train: corrupt, truncated and foreign checkpoints are refused by name", "[train]") {
   TempDir tmp;
   HandModel h = accumulator();
