@@ -11,9 +11,8 @@
 //      the run naming the step and the first bad param (or, with
 //      skip_nonfinite, skips the step); clipping; the optimizer step (a param
 //      that becomes non-finite stops the run); the final states kept for the
-//      next segment; the
-//      metric from output 0; progress and the CSV row; a checkpoint every
-//      save_every steps and at the end.
+//      next segment; the metric from output 0; progress and the CSV row; a
+//      checkpoint every save_every steps (the log flushed first) and at the end.
 // Everything runs in a fixed order on the CPU, so the losses depend only on
 // the seed and the checkpoint a run starts from.
 #include "rnnc/trainer.h"
@@ -213,7 +212,9 @@ bool trainChecked(const rnnc_model &m, std::vector<float> &params, const TrainOp
   // Step 4's check comes first: the optimizer's slots are part of the plan.
   const double plan = trainingPlanBytes(m, o);
   if (plan < 0) {
-    error = fmt::format("model '{}': the workspace for {} steps x {} sequences is too large (over 64 TiB, or T x B over 2^31 - 1 rows)", m.name, o.bptt, o.batch);
+    error = fmt::format("model '{}': the workspace for {} steps x {} sequences is too large "
+                        "(over 64 TiB, or T x B over 2^31 - 1 rows)",
+                        m.name, o.bptt, o.batch);
     return false;
   }
   // A CUDA model without a limit: cudaMalloc does not overcommit, so it fails cleanly.
@@ -265,6 +266,12 @@ bool trainChecked(const rnnc_model &m, std::vector<float> &params, const TrainOp
   if (!o.quiet) fmt::print(stderr, "{}\n", startLine(r));
   Progress progress(r.step, o.steps, r.task->metricName(), o.quiet ? nullptr : stderr, isTerminal(stderr));
   if (!o.log.empty() && !progress.openLog(o.log, !o.resume.empty(), error)) return false;
+  // A checkpoint every save_every steps; the log first has every row it has.
+  auto checkpointIfDue = [&](int64_t step) {
+    if (o.save.empty() || o.save_every <= 0 || step % o.save_every != 0 || step >= o.steps) return true;
+    progress.flushLog();
+    return r.save(error);
+  };
   while (r.step < o.steps) {
     const int64_t step = r.step + 1;
     r.task->next(segment);
@@ -313,12 +320,8 @@ bool trainChecked(const rnnc_model &m, std::vector<float> &params, const TrainOp
       r.step = step;
       result.losses.push_back(loss);
       result.steps_done = step;
-      result.skipped = r.skipped;
       progress.update(step, loss, std::nan(""), norm, r.opt->learningRate());
-      if (!o.save.empty() && o.save_every > 0 && step % o.save_every == 0 && step < o.steps) {
-        progress.flushLog();
-        if (!r.save(error)) return false;
-      }
+      if (!checkpointIfDue(step)) return false;
       continue;
     }
     r.opt->step(params.data(), grads.data());
@@ -340,10 +343,7 @@ bool trainChecked(const rnnc_model &m, std::vector<float> &params, const TrainOp
     result.last_loss = loss;
     result.last_metric = metric;
     progress.update(step, loss, metric, norm, r.opt->learningRate());
-    if (!o.save.empty() && o.save_every > 0 && step % o.save_every == 0 && step < o.steps) {
-      progress.flushLog();  // the log has every row the checkpoint has
-      if (!r.save(error)) return false;
-    }
+    if (!checkpointIfDue(step)) return false;
   }
   result.skipped = r.skipped;
   progress.finish();
