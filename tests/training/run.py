@@ -197,12 +197,19 @@ def check_memory(rnnc, work, env):
     return f"refused at 1 MiB (plan {m.group(1)} MiB) and beyond the machine; runs at the plan's figure"
 
 
+def docs_corpus(work):
+    """A text corpus: this repository's docs, concatenated (once per work folder)."""
+    corpus = os.path.join(work, "docs-corpus.txt")
+    if not os.path.exists(corpus):
+        with open(corpus, "wb") as out:
+            for f in sorted(glob.glob(os.path.join(ROOT, "docs", "*.md"))):
+                with open(f, "rb") as src:
+                    out.write(src.read())
+    return corpus
+
+
 def check_determinism(rnnc, work, env):
-    corpus = os.path.join(work, "det-corpus.txt")
-    with open(corpus, "wb") as out:
-        for f in sorted(glob.glob(os.path.join(ROOT, "docs", "*.md"))):
-            with open(f, "rb") as src:
-                out.write(src.read())
+    corpus = docs_corpus(work)
     base = [rnnc, "train", os.path.join(SAMPLES, "lstm.rnn"), "-D", "H=128", "--task", f"text:{corpus}",
             "--bptt", "20", "--batch", "32", "--steps", "10", "--quiet"]
     out = {}
@@ -221,11 +228,7 @@ def check_sigkill(rnnc, work, env):
     import random
     import signal
     import time
-    corpus = os.path.join(work, "kill-corpus.txt")
-    with open(corpus, "wb") as out:
-        for f in sorted(glob.glob(os.path.join(ROOT, "docs", "*.md"))):
-            with open(f, "rb") as src:
-                out.write(src.read())
+    corpus = docs_corpus(work)
     steps = 150
     base = [rnnc, "train", os.path.join(SAMPLES, "gru.rnn"), "-D", "I=32", "-D", "H=128", "--task", f"text:{corpus}",
             "--bptt", "10", "--batch", "4", "--seed", "9", "--save-every", "1", "--quiet"]
