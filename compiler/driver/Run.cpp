@@ -361,7 +361,24 @@ std::vector<io::Tensor> initialParams(const Elaboration &e, uint64_t seed) {
   return tensors;
 }
 
-int initParams(const Elaboration &e, uint64_t seed, const std::string &path) {
+double paramElements(const Elaboration &e) {
+  double n = 0;
+  for (const ElaboratedParam &p : e.params) {
+    double numel = 1;
+    for (const auto &d : p.shape) numel *= static_cast<double>(d.value_or(0));
+    n += numel;
+  }
+  return n;
+}
+
+int initParams(const Elaboration &e, uint64_t seed, const std::string &path, int64_t maxMemory) {
+  // Held as doubles, then written as float32 bytes.
+  const double elements = paramElements(e);
+  if (std::string why = rt::memoryShortfall(12 * elements, fmt::format("drawing {:.0f} param values", elements), maxMemory);
+      !why.empty()) {
+    fmt::print(stderr, "rnnc: error: {}\n", why);
+    return 1;
+  }
   std::vector<io::Tensor> tensors = initialParams(e, seed);
   std::string error;
   if (!io::writeSafetensors(path, tensors, error)) {

@@ -55,7 +55,11 @@ void describeForBundle(const std::map<std::string, int64_t> &dims, const Elabora
 /// U(±1/sqrt(H)), embedding tables N(0, 1), a model's other params by fan-in.
 std::vector<io::Tensor> initialParams(const Elaboration &e, uint64_t seed);
 
-/// Writes params drawn with `seed` to `path` (safetensors); returns the exit code.
-int initParams(const Elaboration &e, uint64_t seed, const std::string &path);
+/// The number of param values of e (a double: a product of dims may overflow int64).
+double paramElements(const Elaboration &e);
+
+/// Writes params drawn with `seed` to `path` (safetensors); returns the exit
+/// code. Refused first when they need more than `maxMemory` (0: the machine's).
+int initParams(const Elaboration &e, uint64_t seed, const std::string &path, int64_t maxMemory = 0);
 
 } // namespace rnnc

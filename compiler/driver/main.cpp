@@ -191,6 +191,8 @@ int run(int argc, char **argv) {
   addCommon(*init, initOpts);
   init->add_option("--seed", initSeed, "the random seed")->required();
   init->add_option("-o", initOut, "the safetensors file to write")->required()->type_name("P.safetensors");
+  int64_t initMaxMemory = 0;
+  addMaxMemory(*init, initMaxMemory);
 
   CommonOptions compileOpts;
   std::string compileTarget, compileOut;
@@ -438,7 +440,7 @@ int run(int argc, char **argv) {
     printSummary(*r->diags);
     const Elaboration *e = selectEntity(*r, initOpts.file, initOpts.entry);
     if (!e) return kExitUserError;
-    return initParams(*e, initSeed, initOut);
+    return initParams(*e, initSeed, initOut, initMaxMemory);
   }
   if (show->parsed()) {
     bool graphWanted = !after.empty() || all || dot || sched || stats;
