@@ -668,3 +668,17 @@ TEST_CASE("io: safetensors refuses duplicate names", "[io]") {
   CHECK_THAT(error, Catch::Contains("tensor 'w': array has 0 values"));
   CHECK(tmp.listing().size() == 1);  // only x.safetensors from the reads above
 }
+
+TEST_CASE("writeFileAtomically removes what killed writers of the same file left", "[io]") {
+  TempDir tmp;
+  const std::string path = tmp / "c.ckpt";
+  // A pid above the kernel's pid_max never runs; our own pid is alive.
+  const std::string dead = ".c.ckpt.4194305-3.rnnc-tmp", alive = ".c.ckpt." + std::to_string(::getpid()) + "-99.rnnc-tmp";
+  for (const std::string &name : {dead, alive, std::string(".other.4194305-0.rnnc-tmp"), std::string("c.ckpt.4194305-0.rnnc-tmp")})
+    writeBytes(tmp / name, "half a checkpoint");
+  std::string error;
+  REQUIRE(rnnc::io::writeFileAtomically(path, "whole", error));
+  CHECK(readBytes(path) == "whole");
+  // Gone: the dead writer's file of this name. Kept: a live writer's, another file's, and a name not ours.
+  CHECK(tmp.listing() == std::vector<std::string>{alive, ".other.4194305-0.rnnc-tmp", "c.ckpt", "c.ckpt.4194305-0.rnnc-tmp"});
+}

@@ -637,3 +637,29 @@ TEST_CASE("train: progress prints plain lines about every 10% when not on a term
   CHECK(text.rfind("step 2/20  loss 0.5000  mse 0.2500  ", 0) == 0);
   CHECK(text.find("step 20/20  loss 0.5000  mse 0.2500  ") != std::string::npos);
 }
+
+TEST_CASE("train: a resumed log drops the rows past the checkpoint and a torn last line", "[train]") {
+  TempDir tmp;
+  const std::string path = tmp / "log.csv";
+  // A run killed after step 3's checkpoint had logged steps 4 and 5, and half of 6.
+  writeBytes(path, "step,loss,metric,grad_norm,lr,seconds\n1,0.5,0.1,1,0.001,0.1\n2,0.4,0.1,1,0.001,0.2\n"
+                   "3,0.3,0.1,1,0.001,0.3\n4,0.2,0.1,1,0.001,0.4\n5,0.1,0.1,1,0.001,0.5\n6,0.0");
+  {
+    Progress p(3, 5, "mse", nullptr, false);
+    std::string error;
+    REQUIRE(p.openLog(path, true, error));
+    p.update(4, 0.25, 0.5, 1, 0.001);
+  }
+  const std::string log = readBytes(path);
+  CHECK(log.rfind("step,loss,metric,grad_norm,lr,seconds\n1,0.5,0.1,1,0.001,0.1\n2,0.4,0.1,1,0.001,0.2\n"
+                  "3,0.3,0.1,1,0.001,0.3\n4,0.25,0.5,1,0.001,",
+                  0) == 0);
+  CHECK(std::count(log.begin(), log.end(), '\n') == 5);
+  // A fresh run (not resumed) starts the log over.
+  {
+    Progress p(0, 1, "mse", nullptr, false);
+    std::string error;
+    REQUIRE(p.openLog(path, false, error));
+  }
+  CHECK(readBytes(path) == "step,loss,metric,grad_norm,lr,seconds\n");
+}
