@@ -206,17 +206,18 @@ std::string CudaPrinter::fusedKernel(const KernelIR &k) {
   std::string out = fmt::format("RNNC_KERNEL void __launch_bounds__({}) {}(const Workspace ws, const real *__restrict__ {},\n"
                                 "    int64_t B, int64_t r0, int64_t r1) {{\n",
                                 threads, k.name, vector ? "params" : "P");
+  // A row read as a broadcast element is not offset by the thread's elements
+  // (elementsPerThread keeps a row from being read both ways).
+  std::set<std::pair<int, int>> scalarRows;
+  for (const Instr &in : k.sweeps[0].body)
+    for (const Operand &o : in.args)
+      if (o.kind == Operand::Kind::Load && o.scalar) scalarRows.insert({o.buffer, o.delay});
   std::string rows;
   for (auto [buffer, delay] : pointers) {
     const Buffer &b = p_.buffers[buffer];
     bool store = delay == 0 && written.count(buffer);
     std::string at = fmt::format("ws.{} + {}", b.name, rowOffset(b, delay, "r"));
-    // A row read as a broadcast element is not offset by the thread's elements
-    // (elementsPerThread keeps a row from being read both ways).
-    bool scalarRow = false;
-    for (const Instr &in : k.sweeps[0].body)
-      for (const Operand &o : in.args)
-        scalarRow |= o.kind == Operand::Kind::Load && o.scalar && o.buffer == buffer && o.delay == delay;
+    const bool scalarRow = scalarRows.count({buffer, delay}) > 0;
     rows += fmt::format("    {}{} *__restrict__ {} = {};\n", store ? "" : "const ", elementType(b), rowPointer(buffer, delay),
                         vector && !scalarRow ? at + " + i0" : at);
   }

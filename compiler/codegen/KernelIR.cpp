@@ -26,7 +26,9 @@
 #include <climits>
 #include <fmt/format.h>
 #include <map>
+#include <queue>
 #include <set>
+#include <tuple>
 
 namespace rnnc::codegen {
 
@@ -78,7 +80,6 @@ private:
   std::map<std::string, int64_t> depths_;
   std::vector<bool> view_; // slices read in place of a buffer of their own
   std::vector<std::vector<std::pair<NodeId, size_t>>> users_;
-  bool isPort(NodeId id) const;
 };
 
 void ProgramBuilder::layoutParams() {
@@ -169,7 +170,10 @@ void ProgramBuilder::markStored() {
       mark(e);
       pinned[e.src] = true;
     }
-  for (NodeId id = 0; id < g_.nodes.size(); ++id) pinned[id] = pinned[id] || isPort(id);
+  for (const GraphPort &o : g_.outputs) pinned[o.value.src] = true;
+  for (const GraphPort &p : g_.grads.inputs) pinned[p.value.src] = true;
+  if (g_.loss) pinned[*g_.loss] = true;
+  for (const auto &[name, id] : g_.states()) pinned[id] = true;
   // A slice that only fused kernels of its own stage read is a view: they
   // load its source at an offset, so it needs no buffer of its own (its
   // source does, and lives no longer for it).
@@ -189,17 +193,6 @@ void ProgramBuilder::markStored() {
     stored_[id] = false;
     if (src.op != Op::Param && !view_[n.inputs[0].src]) stored_[n.inputs[0].src] = true;
   }
-}
-
-bool ProgramBuilder::isPort(NodeId id) const {
-  for (const GraphPort &o : g_.outputs)
-    if (o.value.src == id) return true;
-  for (const GraphPort &p : g_.grads.inputs)
-    if (p.value.src == id) return true;
-  if (g_.loss == id) return true;
-  for (const auto &[name, state] : g_.states())
-    if (state == id) return true;
-  return false;
 }
 
 int ProgramBuilder::bufferOf(NodeId id) {
@@ -501,27 +494,32 @@ void ProgramBuilder::shareBuffers() {
       candidates.push_back(static_cast<int>(b));
   }
   std::stable_sort(candidates.begin(), candidates.end(), [&](int a, int b) { return first[a] < first[b]; });
-  struct Slot {
-    int owner;
-    int freeAfter;
+  // Slots of one shape (width and padding), in the order they were made. A
+  // buffer takes the first free one of its shape; candidates come in order of
+  // their first use, so a slot once free for one stays free for the next.
+  struct Shape {
+    std::set<int> free;  // slot numbers
+    std::priority_queue<std::pair<int, int>, std::vector<std::pair<int, int>>, std::greater<>> busy; // (freeAfter, slot)
   };
-  std::vector<Slot> slots;
+  std::map<std::tuple<int64_t, int64_t, int64_t>, Shape> shapes;
+  std::vector<int> owner; // per slot: the buffer that owns its memory
   for (int b : candidates) {
     Buffer &buf = p_.buffers[b];
-    Slot *reuse = nullptr;
-    for (Slot &s : slots) {
-      const Buffer &o = p_.buffers[s.owner];
-      if (s.freeAfter < first[b] && o.width == buf.width && o.padBefore == buf.padBefore && o.padAfter == buf.padAfter) {
-        reuse = &s;
-        break;
-      }
+    Shape &shape = shapes[{buf.width, buf.padBefore, buf.padAfter}];
+    while (!shape.busy.empty() && shape.busy.top().first < first[b]) {
+      shape.free.insert(shape.busy.top().second);
+      shape.busy.pop();
     }
-    if (reuse) {
-      buf.shares = reuse->owner;
-      reuse->freeAfter = last[b];
+    int slot;
+    if (!shape.free.empty()) {
+      slot = *shape.free.begin();
+      shape.free.erase(shape.free.begin());
+      buf.shares = owner[static_cast<size_t>(slot)];
     } else {
-      slots.push_back({b, last[b]});
+      slot = static_cast<int>(owner.size());
+      owner.push_back(b);
     }
+    shape.busy.push({last[b], slot});
   }
 }
 
