@@ -18,7 +18,7 @@ for name in "${names[@]}"; do
     "tests/fuzz/corpus/$name" >"$build/$name.run.log" 2>&1
   llvm-profdata-14 merge -sparse "$build/$name".*.profraw -o "$build/$name.profdata"
   case $name in
-    compiler) files=(compiler/frontend compiler/ir compiler/analysis compiler/passes compiler/codegen) ;;
+    compiler) files=(compiler/frontend compiler/ir compiler/analysis compiler/passes compiler/codegen compiler/interp) ;;
     arrays) files=(runtime/io) ;;
     checkpoint) files=(runtime/train/Checkpoint.cpp runtime/io/Safetensors.cpp runtime/io/Array.cpp) ;;
   esac

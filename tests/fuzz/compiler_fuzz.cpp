@@ -1,8 +1,9 @@
 // libFuzzer target for the compiler: the input is the text of a .rnn file,
 // taken through everything `rnnc compile` does short of writing files: parse,
-// Sema, lowering, autodiff, the pass pipeline, the kernel program, and the
-// printed bundle for both targets; and, when small enough, the reference
-// interpreter runs the differentiated graph on 3 steps of 2 sequences.
+// Sema, lowering, autodiff, the pass pipeline (inputs of odd length at -O0),
+// the kernel program, and the printed bundle for both targets; and, when small
+// enough, the reference interpreter runs the differentiated graph on 3 steps
+// of 2 sequences.
 // Diagnostics are kept in memory; any crash, sanitizer report, leak or timeout
 // is a bug. See docs/reliability.md.
 #include "codegen/Bundle.h"
@@ -61,7 +62,7 @@ void interpretSmall(const rnnc::Graph &g, const rnnc::Objective &objective) {
 }
 
 /// Compiles one elaborated cell or model to both targets; stops at the first error.
-void compileEntity(rnnc::FrontendResult &r, const rnnc::Elaboration &e) {
+void compileEntity(rnnc::FrontendResult &r, const rnnc::Elaboration &e, bool optimize) {
   auto graph = rnnc::lowerToGraph(e, *r.diags);
   if (!graph) return;
   rnnc::Objective objective = rnnc::defaultObjective(*graph);
@@ -69,7 +70,7 @@ void compileEntity(rnnc::FrontendResult &r, const rnnc::Elaboration &e) {
   interpretSmall(*graph, objective);
   rnnc::Compilation c;
   c.graph = std::move(*graph);
-  c.optimize = true;
+  c.optimize = optimize;
   if (!rnnc::runPipeline(c, *r.diags)) return;
   rnnc::codegen::Program program;
   std::string error;
@@ -98,7 +99,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (const rnnc::Elaboration &e : r->sema.entities) {
       if (!e.complete) continue;
       if (++compiled > 3) break;
-      compileEntity(*r, e);
+      compileEntity(*r, e, /*optimize=*/size % 2 == 0);  // odd lengths: -O0, the baseline pipeline
       if (r->diags->hasErrors()) break;
     }
   } catch (rnnc::TooManyErrors &) {
