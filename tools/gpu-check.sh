@@ -67,7 +67,7 @@ if [ -z "$rnnc" ]; then
   for p in fmt CLI11 nlohmann_json; do
     [ -d "$deps/cmake/$p" ] && hints+=("-D${p}_DIR=$deps/cmake/$p")
   done
-  if cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF "${hints[@]}" >"$out/build.log" 2>&1 &&
+  if cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF -DRNNC_WITH_CLANG=OFF "${hints[@]}" >"$out/build.log" 2>&1 &&
      cmake --build "$build" --target rnnc >>"$out/build.log" 2>&1; then
     rnnc=$(realpath "$build/rnnc")
     phase build "ok: $rnnc ($(grep -o 'CUDA toolkit [0-9.]*' "$out/build.log" | head -1 || echo 'no CUDA toolkit'))"

@@ -8,6 +8,8 @@ packages=(
   catch2 libcli11-dev libfmt-dev nlohmann-json3-dev
   libopenblas-dev
   clang-14 llvm-14-dev llvm-14-tools libclang-14-dev libclang-rt-14-dev
+  libclang-cpp14-dev clang-format-14  # clang-format (its library in rnnc compile, its tool in a test), libTooling (tools/rnnc-inspect)
+  graphviz chromium           # rnnc show --html draws the graph with dot; its test loads the page headless
 )
 
 bash "$(dirname "$0")/apt-install.sh" install-deps "${packages[@]}"

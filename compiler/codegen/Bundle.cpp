@@ -7,6 +7,8 @@
 #include "rnnc/checkpoint.h"
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <set>
 #include <fmt/format.h>
 
@@ -53,6 +55,7 @@ std::string abiTable(const Program &p, bool cuda) {
   if (!cuda) out += "int synchronize() { return 0; }\n\n";
   out += "} // namespace\n\n";
   out += fmt::format("extern \"C\" const rnnc_model *rnnc_model_{}(void) {{\n", id);
+  out += "  // The lines follow the groups of rnnc_model's fields.\n  // clang-format off\n";
   out += "  static const rnnc_model model = {\n";
   out += fmt::format("      RNNC_ABI_VERSION, {}, \"{}\", sizeof(real),\n", quoted(p.name), kHashPlaceholder);
   out += fmt::format("      {}, {}, kParams,\n", p.paramElements, p.params.size());
@@ -62,7 +65,7 @@ std::string abiTable(const Program &p, bool cuda) {
   out += "      workspace_bytes, forward, backward, read_output, read_final_state, read_loss, last_error,\n";
   out += cuda ? "      RNNC_DEVICE_CUDA, synchronize, device_alloc, device_free, device_copy,\n  };\n"
               : "      RNNC_DEVICE_CPU, synchronize, nullptr, nullptr, nullptr,\n  };\n";
-  out += "  return &model;\n}\n";
+  out += "  // clang-format on\n  return &model;\n}\n";
   return out;
 }
 
@@ -195,7 +198,7 @@ Bundle printBundle(const Program &p, const SourceManager &sm, const std::string 
   return b;
 }
 
-bool writeBundle(const Bundle &b, const std::string &dir, std::string &error) {
+bool writeBundle(const Bundle &b, const std::string &dir, std::string &error, std::string *warning) {
   namespace fs = std::filesystem;
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -204,9 +207,20 @@ bool writeBundle(const Bundle &b, const std::string &dir, std::string &error) {
     return false;
   }
   fs::path base = fs::path(dir) / b.model;
-  return io::writeFileAtomically(base.string() + "." + b.sourceExtension, b.source, error) &&
-         io::writeFileAtomically(base.string() + ".h", b.header, error) &&
-         io::writeFileAtomically(base.string() + ".json", b.manifest.dump(2) + "\n", error);
+  if (!io::writeFileAtomically(base.string() + "." + b.sourceExtension, b.source, error) ||
+      !io::writeFileAtomically(base.string() + ".h", b.header, error) ||
+      !io::writeFileAtomically(base.string() + ".json", b.manifest.dump(2) + "\n", error))
+    return false;
+  if (b.clangFormat.empty()) return true;
+  std::string style = (fs::path(dir) / ".clang-format").string();
+  if (fs::exists(style, ec)) {
+    std::ifstream in(style, std::ios::binary);
+    std::string existing((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (existing == b.clangFormat) return true;
+    if (warning) *warning = fmt::format("'{}' exists with another style; it was left as it is", style);
+    return true;
+  }
+  return io::writeFileAtomically(style, b.clangFormat, error);
 }
 
 } // namespace rnnc::codegen

@@ -18,7 +18,8 @@ struct Bundle {
   std::string sourceExtension = "cpp";
   std::string header;   // <model>.h
   nlohmann::json manifest;
-  std::string hash;     // of the generated source, hex
+  std::string hash;     // of the generated source as printed (before formatting), hex
+  std::string clangFormat; // DIR/.clang-format when not empty: the style the code is formatted in
 };
 
 /// The C identifier of a model ("CharLM" stays, "my-cell" -> "my_cell").
@@ -33,8 +34,10 @@ struct CudaOptions;
 /// Prints the bundle for `target` ("cpu" or "cuda"; `cuda` says how).
 Bundle printBundle(const Program &p, const SourceManager &sm, const std::string &target, const CudaOptions *cuda = nullptr);
 
-/// Writes DIR/<model>.{cpp or cu,h,json}, each through a temporary file renamed
-/// into place. On failure sets `error` (one line naming the file).
-bool writeBundle(const Bundle &b, const std::string &dir, std::string &error);
+/// Writes DIR/<model>.{cpp or cu,h,json} and DIR/.clang-format, each through a
+/// temporary file renamed into place. A .clang-format already there with other
+/// content is the user's: it stays, and `warning` says so. On failure sets
+/// `error` (one line naming the file).
+bool writeBundle(const Bundle &b, const std::string &dir, std::string &error, std::string *warning = nullptr);
 
 } // namespace rnnc::codegen

@@ -119,6 +119,8 @@ std::vector<int> CudaModulePrinter::waitsOf(int stage) const {
 std::string CudaModulePrinter::launcher(const KernelIR &k, int index) {
   std::string out = fmt::format("/// {}: {} on rows [r0, r1).\n", k.name,
                                 k.kind == KernelIR::Kind::Fused ? "the kernel" : "a cuBLAS call");
+  // A fused kernel's comment names its equations; a library call's is here.
+  if (k.kind != KernelIR::Kind::Fused) out += CudaPrinter(p_, sm_).equationsComment(k);
   out += fmt::format("int launch_{}(const Workspace &ws, const real *P, real *G, int64_t B, int64_t r0, int64_t r1, "
                      "cudaStream_t s, cublasHandle_t blas) {{\n",
                      k.name);

@@ -115,15 +115,15 @@ __device__ real block_max(real v) {
   return warp_max(lane < int(blockDim.x >> 5) ? part[lane] : -INFINITY);
 }
 
-// a[0 .. n) = value.
-RNNC_KERNEL void __launch_bounds__(256) fill(real *a, int64_t n, real value) {
+// rnnc helper: a[0 .. n) = value.
+RNNC_KERNEL __launch_bounds__(256) void fill(real *a, int64_t n, real value) {
   for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x) a[e] = value;
 }
 
-// g[row[r]][i] += d[r][i] for r < rows: a thread owns column i of every
-// table row, so the sums need no atomics and do not change between runs.
-RNNC_KERNEL void __launch_bounds__(256) grad_embed(const real *__restrict__ d, const int32_t *__restrict__ row,
-                                                             real *__restrict__ g, int64_t rows, int64_t cols) {
+// rnnc helper: g[row[r]][i] += d[r][i] for r < rows: a thread owns column i
+// of every table row, so the sums need no atomics and do not change between runs.
+RNNC_KERNEL __launch_bounds__(256) void grad_embed(const real *__restrict__ d, const int32_t *__restrict__ row,
+                                                   real *__restrict__ g, int64_t rows, int64_t cols) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < cols; i += int64_t(gridDim.x) * blockDim.x)
     for (int64_t r = 0; r < rows; ++r) g[row[r] * cols + i] += d[r * cols + i];
 }
@@ -203,7 +203,7 @@ std::string CudaPrinter::fusedKernel(const KernelIR &k) {
   vector_ = flat_ ? elementsPerThread(k, p_) : 1;
   int threads = threadsOf(k);
   bool vector = vector_ > 1;
-  std::string out = fmt::format("RNNC_KERNEL void __launch_bounds__({}) {}(const Workspace ws, const real *__restrict__ {},\n"
+  std::string out = fmt::format("RNNC_KERNEL __launch_bounds__({}) void {}(const Workspace ws, const real *__restrict__ {},\n"
                                 "    int64_t B, int64_t r0, int64_t r1) {{\n",
                                 threads, k.name, vector ? "params" : "P");
   // A row read as a broadcast element is not offset by the thread's elements

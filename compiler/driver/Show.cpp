@@ -106,7 +106,7 @@ std::string memoryText(const Compilation &c) {
                      m.bufferBytesPerStep, m.unsharedBytesPerStep);
 }
 
-std::string graphDot(const Compilation &c, const SourceManager &sm) {
+std::string graphDot(const Compilation &c, const SourceManager &sm, const std::function<std::string(const Node &)> &link) {
   const Graph &g = c.graph;
   std::string out = fmt::format("digraph \"{}\" {{\n  rankdir=TB;\n  node [shape=box, fontname=\"monospace\"];\n", g.name);
   for (NodeId id = 0; id < g.nodes.size(); ++id) {
@@ -122,7 +122,9 @@ std::string graphDot(const Compilation &c, const SourceManager &sm) {
                             ? ", style=filled, fillcolor=\"#f4cccc\""
                             : (opKind(n.op) == OpKind::Leaf ? ", style=rounded" : "");
     std::string tip = n.locs.empty() ? "" : fmt::format(", tooltip=\"{}\"", locText(sm, n.locs.front()));
-    out += fmt::format("  n{} [label=\"{}\"{}{}];\n", id, label, style, tip);
+    std::string url = link ? link(n) : "";
+    if (!url.empty()) url = fmt::format(", URL=\"{}\"", url);
+    out += fmt::format("  n{} [label=\"{}\"{}{}{}];\n", id, label, style, tip, url);
   }
   for (NodeId id = 0; id < g.nodes.size(); ++id) {
     const Node &n = g.node(id);

@@ -5,6 +5,7 @@
 
 #include "passes/Compilation.h"
 
+#include <functional>
 #include <string>
 
 namespace rnnc {
@@ -14,7 +15,10 @@ std::string scheduleText(const Compilation &c, const SourceManager &sm);
 std::string timeClassesText(const Compilation &c);
 /// The memory plan: values saved for backward, buffers after sharing.
 std::string memoryText(const Compilation &c);
-std::string graphDot(const Compilation &c, const SourceManager &sm);
+/// `link`, when given, names a URL for a node (`URL=` in the dot text; the
+/// SVG makes the node a link); an empty one adds nothing.
+std::string graphDot(const Compilation &c, const SourceManager &sm,
+                     const std::function<std::string(const Node &)> &link = {});
 /// `lstm.rnn:9,10,12`: the distinct lines a set of nodes came from.
 std::string equationLines(const Graph &g, const std::vector<NodeId> &nodes, const SourceManager &sm);
 

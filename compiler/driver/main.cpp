@@ -2,16 +2,19 @@
 // frontend and reports diagnostics clang style; exit 0 when clean, 1 for a user
 // error (bad input or bad command line), kExitInternal for a bug in rnnc.
 #include "codegen/Bundle.h"
+#include "codegen/Format.h"
 #include "codegen/CudaPrinter.h"
 #include "driver/Device.h"
 #include "driver/Engine.h"
 #include "driver/Entity.h"
 #include "driver/Run.h"
 #include "driver/Train.h"
+#include "driver/Report.h"
 #include "driver/Show.h"
 #include "frontend/ASTDump.h"
 #include "frontend/Frontend.h"
 #include "frontend/Lower.h"
+#include "io/Array.h"
 #include "ir/Printer.h"
 #include "passes/Autodiff.h"
 #include "passes/Pipeline.h"
@@ -73,6 +76,51 @@ std::unique_ptr<Compilation> compile(FrontendResult &r, const Elaboration &e, bo
   if (observe) observe("lower", *c, true);
   if (!runPipeline(*c, *r.diags, observe)) return nullptr;
   return c;
+}
+
+/// The kernel IR of a compilation with backward, described for a bundle (what
+/// `rnnc compile` prints). False after printing the reason.
+bool bundleProgram(const FrontendResult &r, const Elaboration &e, const Compilation &c, codegen::Program &program) {
+  std::string error;
+  if (!codegen::buildProgram(c, program, error)) {
+    fmt::print(stderr, "rnnc: error: {}\n", error);
+    return false;
+  }
+  describeForBundle(r.sema.dims, e, program);
+  return true;
+}
+
+/// `rnnc show --html`: the report page of `full` (compiled with backward),
+/// with `drawn`'s graph, written to `path` through a temporary file.
+int writeReport(const FrontendResult &r, const Elaboration &e, const Compilation &drawn, const Compilation &full,
+                const std::string &target, const std::string &path) {
+  codegen::Program program;
+  if (!bundleProgram(r, e, full, program)) return kExitUserError;
+  codegen::Bundle bundle = codegen::printBundle(program, r.sm, target);
+  std::string error, skipped;
+  // Formatted as `rnnc compile` writes it; a page is still worth having if formatting fails.
+  if (!codegen::formatBundle(bundle, error, skipped))
+    fmt::print(stderr, "rnnc: warning: the page shows the code unformatted: {}\n", error);
+  error.clear();
+  ReportInput in;
+  in.sm = &r.sm;
+  in.mainFile = r.program.root().module.file;
+  in.drawn = &drawn;
+  in.program = &program;
+  in.bundle = &bundle;
+  in.stats = statsJson(computeStats(full));
+  in.title = full.graph.name;
+  auto nodeLink = [&](const Node &n) {
+    if (n.locs.empty() || !n.locs.front().valid()) return std::string();
+    SourceLoc loc = n.locs.front().begin;
+    return "#" + sourceLineId(loc.file, r.sm.lineCol(loc).line, in.mainFile);
+  };
+  if (!graphSvg(graphDot(drawn, r.sm, nodeLink), in.svg, error) ||
+      !io::writeFileAtomically(path, reportHtml(in), error)) {
+    fmt::print(stderr, "rnnc: error: {}\n", error);
+    return kExitUserError;
+  }
+  return kExitOk;
 }
 
 /// Runs the frontend (diagnostics are printed as they come). Null on a -D error.
@@ -143,8 +191,8 @@ int run(int argc, char **argv) {
 
   CommonOptions showOpts;
   bool ast = false, params = false, all = false, dot = false, sched = false, stats = false, json = false;
-  bool backward = false;
-  std::string after;
+  bool backward = false, html = false;
+  std::string after, htmlOut, htmlTarget = "cpu";
   CLI::App *show = app.add_subcommand("show", "show what rnnc made of a .rnn file");
   addCommon(*show, showOpts);
   show->add_flag("--ast", ast, "print the syntax tree");
@@ -157,6 +205,10 @@ int run(int argc, char **argv) {
   show->add_flag("--json", json, "with --stats: as JSON");
   show->add_flag("--backward", backward,
                  "include the backward graph (BPTT of the loss, or of every output) in what is shown; --stats always does");
+  show->add_flag("--html", html, "write one self-contained HTML page (equations, graph, schedule, stats, code) to -o FILE");
+  show->add_option("-o", htmlOut, "with --html: the page to write")->type_name("FILE");
+  show->add_option("--target", htmlTarget, "with --html: whose emitted code the page shows, cpu (default) or cuda")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
 
   CommonOptions runOpts;
   std::string runParams, runOut, runDtype = "f32", runDevice = "auto", runEngine = "compiled";
@@ -196,7 +248,7 @@ int run(int argc, char **argv) {
 
   CommonOptions compileOpts;
   std::string compileTarget, compileOut;
-  bool compileJit = false, compileTf32 = false, compileGraphs = false;
+  bool compileJit = false, compileTf32 = false, compileGraphs = false, compileNoFormat = false;
   CLI::App *compileCmd = app.add_subcommand("compile", "write the bundle: <model>.cpp (or .cu), <model>.h, <model>.json");
   addCommon(*compileCmd, compileOpts);
   compileCmd->add_option("--target", compileTarget, "cpu or cuda")->required()->check(CLI::IsMember({"cpu", "cuda"}));
@@ -204,6 +256,7 @@ int run(int argc, char **argv) {
   compileCmd->add_flag("--jit", compileJit, "cuda: kernels as a string for NVRTC, host code as plain C++");
   compileCmd->add_flag("--tf32", compileTf32, "cuda: float GEMMs may use TF32 tensor cores (about 1e-3 relative error)");
   compileCmd->add_flag("--cuda-graphs", compileGraphs, "cuda: capture each loop's steps once as a CUDA graph and replay it");
+  compileCmd->add_flag("--no-format", compileNoFormat, "write the code as printed, not formatted with clang-format (and no .clang-format)");
 
   CommonOptions trainOpts;
   TrainCommand tc;
@@ -382,21 +435,31 @@ int run(int argc, char **argv) {
     printSummary(*r->diags);
     if (!c) return kExitUserError;
     codegen::Program program;
+    if (!bundleProgram(*r, *e, *c, program)) return kExitUserError;
     std::string error;
-    if (!codegen::buildProgram(*c, program, error)) {
-      fmt::print(stderr, "rnnc: error: {}\n", error);
-      return kExitUserError;
-    }
-    describeForBundle(r->sema.dims, *e, program);
     codegen::CudaOptions cuda;
     cuda.jit = compileJit;
     cuda.tf32 = compileTf32;
     cuda.cudaGraphs = compileGraphs;
     codegen::Bundle bundle = codegen::printBundle(program, r->sm, compileTarget, &cuda);
-    if (!codegen::writeBundle(bundle, compileOut, error)) {
+    if (!compileNoFormat) {
+      std::string skipped;
+      if (!codegen::formatBundle(bundle, error, skipped)) {
+        fmt::print(stderr, "rnnc: internal compiler error: formatting the generated code: {}\n", error);
+        return kExitInternal;
+      }
+      if (!skipped.empty())
+        fmt::print(stderr, "rnnc: note: {} is {}; it is written as printed (rnnc formats up to {})\n", skipped,
+                   rt::bytesText(bundle.source.size()), rt::bytesText(codegen::kFormatLimitBytes));
+      else
+        bundle.clangFormat = codegen::clangFormatStyle();
+    }
+    std::string warning;
+    if (!codegen::writeBundle(bundle, compileOut, error, &warning)) {
       fmt::print(stderr, "rnnc: error: {}\n", error);
       return kExitUserError;
     }
+    if (!warning.empty()) fmt::print(stderr, "rnnc: warning: {}\n", warning);
     return kExitOk;
   }
   auto dimsOf = [](const CommonOptions &o, std::vector<DimOverride> &dims) {
@@ -443,10 +506,26 @@ int run(int argc, char **argv) {
     return initParams(*e, initSeed, initOut, initMaxMemory);
   }
   if (show->parsed()) {
-    bool graphWanted = !after.empty() || all || dot || sched || stats;
+    if (html || !htmlOut.empty() || show->count("--target")) {
+      const char *other = ast ? "--ast" : params ? "--params" : !after.empty() ? "--after" : all ? "--all" : dot ? "--dot"
+                          : sched ? "--schedule" : stats ? "--stats" : json ? "--json" : nullptr;
+      if (!html) {
+        fmt::print(stderr, "rnnc: error: {} goes with --html\n", htmlOut.empty() ? "--target" : "-o");
+        return kExitUserError;
+      }
+      if (htmlOut.empty()) {
+        fmt::print(stderr, "rnnc: error: --html needs -o FILE: the page to write\n");
+        return kExitUserError;
+      }
+      if (other) {
+        fmt::print(stderr, "rnnc: error: --html writes a page of its own; it does not combine with {}\n", other);
+        return kExitUserError;
+      }
+    }
+    bool graphWanted = !after.empty() || all || dot || sched || stats || html;
     if (!ast && !params && !graphWanted) {
       fmt::print(stderr, "rnnc: error: nothing to show: pass --ast, --params, --after PASS, --all, --dot, "
-                         "--schedule or --stats\n");
+                         "--schedule, --stats or --html\n");
       return kExitUserError;
     }
     if (json && !stats) {
@@ -488,13 +567,14 @@ int run(int argc, char **argv) {
       std::unique_ptr<Compilation> c, withBackward;
       try {
         c = compile(*r, *e, !showOpts.o0, observe, backward);
-        // The stats always count the backward pass too.
-        if (c && stats) withBackward = backward ? nullptr : compile(*r, *e, !showOpts.o0, {}, true);
+        // The stats (and the page's kernels) always count the backward pass too.
+        if (c && (stats || html)) withBackward = backward ? nullptr : compile(*r, *e, !showOpts.o0, {}, true);
       } catch (TooManyErrors &) {
       }
       printSummary(*r->diags);
-      if (!c || (stats && !backward && !withBackward)) return kExitUserError;
+      if (!c || ((stats || html) && !backward && !withBackward)) return kExitUserError;
       const Compilation &full = withBackward ? *withBackward : *c;
+      if (html) return writeReport(*r, *e, *c, full, htmlTarget, htmlOut);
       out += dumps;
       if (dot) out += graphDot(*c, r->sm);
       if (sched) out += scheduleText(*c, r->sm);

@@ -108,7 +108,7 @@ def kernel_source(text):
 def kernels_of(source):
     """{name: launch bound} of every RNNC_KERNEL in the source."""
     return {m.group(2): int(m.group(1))
-            for m in re.finditer(r"RNNC_KERNEL void __launch_bounds__\((\d+)\) (\w+)\(", source)}
+            for m in re.finditer(r"RNNC_KERNEL __launch_bounds__\((\d+)\) void (\w+)\(", source)}
 
 
 def static_checks(sample, path, manifest):
@@ -245,7 +245,7 @@ def races(sample, path, text):
         return b
 
     kernel_access = {}  # kernel -> (reads, writes)
-    for name, body in re.findall(r"^RNNC_KERNEL void __launch_bounds__\([^)]*\) (\w+)\((.*?)^}", text, re.S | re.M):
+    for name, body in re.findall(r"^RNNC_KERNEL __launch_bounds__\([^)]*\) void (\w+)\((.*?)^}", text, re.S | re.M):
         reads, writes = set(), set()
         for const, b in re.findall(r"(const )?(?:real|int32_t) \*__restrict__ \w+ = ws\.(\w+)", body):
             (reads if const else writes).add(b)
@@ -322,9 +322,9 @@ def static_self_test(bundle, manifest, work):
     bidirectional tagger's bundle (two streams)."""
     text = open(bundle).read()
     waits = re.findall(r"RNNC_CUDA_CHECK\(cudaStreamWaitEvent\(c\.stream\(0\), c\.event\(\d+\), 0\)\);", text)
-    fused = re.findall(r"RNNC_KERNEL void __launch_bounds__\((\d+)\) (fused_\d+)\(", text)
+    fused = re.findall(r"RNNC_KERNEL __launch_bounds__\((\d+)\) void (fused_\d+)\(", text)
     writes = {}
-    for name, body in re.findall(r"^RNNC_KERNEL void __launch_bounds__\([^)]*\) (\w+)\((.*?)^}", text, re.S | re.M):
+    for name, body in re.findall(r"^RNNC_KERNEL __launch_bounds__\([^)]*\) void (\w+)\((.*?)^}", text, re.S | re.M):
         writes[name] = re.findall(r"^    real \*__restrict__ \w+ = ws\.(\w+) ", body, re.M)
     loops = re.findall(r"if \(run\(stage_(\d+), \d+, true, ws, P, G, T, B, (\d+), mem\)\)", text)
     streams = {st: n for n, st in loops}
@@ -365,7 +365,7 @@ def checker_self_test(checker, bundle, work):
     text = open(bundle).read()
     spill = r'''
 // More live values than 32 registers hold (1024 threads, 2 blocks an SM): ptxas spills.
-RNNC_KERNEL void __launch_bounds__(1024, 2) fused_spill(real *a, int64_t n) {
+RNNC_KERNEL __launch_bounds__(1024, 2) void fused_spill(real *a, int64_t n) {
   real v[48];
 #pragma unroll
   for (int k = 0; k < 48; ++k) v[k] = a[threadIdx.x + k * n];
@@ -381,7 +381,7 @@ RNNC_KERNEL void __launch_bounds__(1024, 2) fused_spill(real *a, int64_t n) {
     cases = {
         "spill": (text.replace(')rnnc_cuda";', spill + ')rnnc_cuda";', 1).replace(names, names + 'fused_spill", "', 1),
                   r"kernel fused_spill spills on sm_90"),
-        "syntax": (text.replace('RNNC_KERNEL void', 'RNNC_KERNEL void void', 1), r"float compute_80: nvrtcCompileProgram"),
+        "syntax": (text.replace("__launch_bounds__(", "void __launch_bounds__(", 1), r"float compute_80: nvrtcCompileProgram"),
         "missing": (text.replace(names, names + 'fused_missing", "', 1),
                     r"loads kernel 'fused_missing', which the kernel source does not define"),
         "not-jit": (text.replace("kKernelSource", "kSomethingElse"), r"no `kKernelSource"),

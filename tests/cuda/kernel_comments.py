@@ -6,7 +6,7 @@ from, each as `//   FILE.rnn:LINE  TEXT` where TEXT is that line of FILE
 
     // fused_2: one step of B sequences
     //   lstm.rnn:9  i, f, g, o = split(W_ih @ x + b_ih + W_hh @ h[t-1] + b_hh, 4)
-    RNNC_KERNEL void __launch_bounds__(256) fused_2(...
+    RNNC_KERNEL __launch_bounds__(256) void fused_2(...
 
 usage: kernel_comments.py SOURCE_DIR BUNDLE...
 Prints one line per kernel ("fused_2: lstm.rnn:9 lstm.rnn:10 lstm.rnn:11";
@@ -25,7 +25,7 @@ def check(bundle, src, sources, label):
     bad = 0
     kernels = 0
     for at, line in enumerate(lines):
-        m = re.match(r"RNNC_KERNEL void __launch_bounds__\(\d+(?:, *\d+)?\) (\w+)\(", line)
+        m = re.match(r"RNNC_KERNEL __launch_bounds__\(\d+(?:, *\d+)?\) void (\w+)\(", line)
         if not m:
             continue
         name = m.group(1)

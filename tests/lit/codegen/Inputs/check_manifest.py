@@ -87,7 +87,7 @@ expect("padded forward buffers (c and h)", len(padded), 2)
 # The header and the ABI table agree with the manifest.
 expect("header kParamElements", re.search(r"kParamElements = (\d+);", header).group(1), str(m["param_elements"]))
 for p in m["params"]:
-    hm = re.search(rf"kParam_{p['name']} = (\d+); // offset of a \[([0-9, ]+)\] param", header)
+    hm = re.search(rf"kParam_{p['name']} = (\d+); +// offset of a \[([0-9, ]+)\] param", header)
     if not hm:
         sys.exit(f"check_manifest.py: header has no kParam_{p['name']}")
     expect(f"header offset of {p['name']}", int(hm.group(1)), p["offset"])
