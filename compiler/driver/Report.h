@@ -30,11 +30,6 @@ struct ReportInput {
 /// an imported one (file id 2). Graph nodes link to these.
 std::string sourceLineId(uint32_t file, uint32_t line, uint32_t mainFile);
 
-/// Runs Graphviz on `dotText` (the program in $RNNC_DOT, else `dot` on $PATH;
-/// no shell, bounded in time and output) and returns the <svg> element alone.
-/// False with a one-line `error` when Graphviz is missing or fails.
-bool graphSvg(const std::string &dotText, std::string &svg, std::string &error);
-
 /// The whole page.
 std::string reportHtml(const ReportInput &in);
 

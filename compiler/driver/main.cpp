@@ -9,6 +9,7 @@
 #include "driver/Entity.h"
 #include "driver/Run.h"
 #include "driver/Train.h"
+#include "driver/Graphviz.h"
 #include "driver/Report.h"
 #include "driver/Show.h"
 #include "frontend/ASTDump.h"
