@@ -188,23 +188,21 @@ bool runLoadedModel(const rnnc_model &m, const InterpInputs &in, bool grad, Inte
   const int64_t T = in.T, B = in.B, rb = m.real_bytes;
   Buffers buf{m.real_bytes == 8, {}, {}, {}};
   rt::ModelMemory mem(m);
-  int64_t bytes = m.workspace_bytes(T, B);
-  if (bytes <= 0) {
+  // The plan: the workspace, and the params, inputs and outputs (with --grad,
+  // their gradients) as the model reads and writes them.
+  rt::PlanParts parts;
+  parts.realBytes = rb;
+  parts.params = parts.inputs = parts.outputs = grad ? 2 : 1;
+  const double plan = rt::planBytes(m, T, B, parts);
+  if (plan < 0) {
     error = fmt::format("T = {}, B = {}: the workspace would be too large (over 64 TiB, or T x B over 2^31 - 1 rows)", T, B);
     return false;
   }
-  // The plan: the workspace, and the params, inputs and outputs (with --grad,
-  // their gradients) as the model reads and writes them.
-  double plan = static_cast<double>(bytes) + static_cast<double>(rb) * m.param_elements * (grad ? 2 : 1);
-  for (int32_t k = 0; k < m.n_inputs; ++k)
-    plan += static_cast<double>(rb) * T * B * (m.inputs[k].is_index ? 1 : m.inputs[k].shape[0]) * (grad ? 2 : 1);
-  for (int32_t k = 0; k < m.n_outputs; ++k) plan += static_cast<double>(rb) * T * B * m.outputs[k].shape[0] * (grad ? 2 : 1);
-  if (std::string why = rt::memoryShortfall(plan, fmt::format("T = {}, B = {}: the run", T, B), maxMemory);
-      (maxMemory > 0 || !mem.onDevice()) && !why.empty()) {
+  if (std::string why = rt::planShortfall(m, plan, fmt::format("T = {}, B = {}: the run", T, B), maxMemory); !why.empty()) {
     error = why;
     return false;
   }
-  void *ws = mem.alloc(bytes);
+  void *ws = mem.alloc(m.workspace_bytes(T, B));
   auto failed = [&] {
     error = mem.error();
     return false;
@@ -285,7 +283,7 @@ bool runLoadedModel(const rnnc_model &m, const InterpInputs &in, bool grad, Inte
   if (!back(grads, m.param_elements, false, g)) return failed();
   for (int32_t k = 0; k < m.n_params; ++k) {
     const rnnc_tensor &p = m.params[k];
-    int64_t n = p.shape[0] * (p.rank > 1 ? p.shape[1] : 1);
+    const int64_t n = rt::tensorElements(p);
     out.paramGrads[p.name] = std::vector<double>(g.begin() + p.offset, g.begin() + p.offset + n);
   }
   for (int32_t k = 0; k < m.n_input_grads; ++k)

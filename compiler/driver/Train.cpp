@@ -234,11 +234,8 @@ int trainCommand(const TrainCommand &c) {
   const rnnc_model *m = load(*bundle);
   if (!m) return 1;
   // Refused before the params are drawn: the plan counts them.
-  const double plan = rt::trainingPlanBytes(*m, c.train);
-  if (std::string why = rt::memoryShortfall(plan, fmt::format("training with --batch {} --bptt {}", c.train.batch,
-                                                              c.train.bptt), c.train.max_memory);
-      plan > 0 && !why.empty() && (c.train.max_memory > 0 || m->device == RNNC_DEVICE_CPU)) {
-    fmt::print(stderr, "rnnc: error: model '{}': {}\n", m->name, why);
+  if (std::string error; !rt::checkTrainingPlan(*m, c.train, error)) {
+    fmt::print(stderr, "rnnc: error: {}\n", error);
     return 1;
   }
   std::vector<float> params;
@@ -271,22 +268,22 @@ struct Timing {
 /// Forward alone and forward + backward of m, `runs` times after `warmup`.
 std::optional<Timing> timeModel(const rnnc_model &m, const Elaboration &e, int64_t T, int64_t B, int runs, int warmup,
                                 int64_t maxMemory) {
-  Timing t;
-  t.workspaceBytes = m.workspace_bytes(T, B);
-  if (t.workspaceBytes <= 0) {
+  // The workspace, params and their gradients, inputs and seeds, all checked
+  // against the machine before anything is allocated.
+  rt::PlanParts parts;
+  parts.params = 2;
+  parts.seeds = true;
+  const double bytes = rt::planBytes(m, T, B, parts);
+  if (bytes < 0) {
     fmt::print(stderr, "rnnc: error: --batch {} --seq {}: the workspace would be too large (over 64 TiB, or T x B over 2^31 - 1 rows)\n", B, T);
     return std::nullopt;
   }
-  // Inputs and seeds too, all checked against the machine before anything is allocated.
-  double bytes = static_cast<double>(t.workspaceBytes);
-  for (int32_t k = 0; k < m.n_inputs; ++k) bytes += 4.0 * T * B * (m.inputs[k].is_index ? 1 : m.inputs[k].shape[0]);
-  for (int32_t k = 0; k < m.n_seeds; ++k) bytes += 4.0 * T * B * m.seeds[k].shape[0];
-  bytes += 8.0 * m.param_elements;  // params and their gradients
-  if (std::string why = rt::memoryShortfall(bytes, fmt::format("--batch {} --seq {}: the run", B, T), maxMemory);
-      (maxMemory > 0 || m.device == RNNC_DEVICE_CPU) && !why.empty()) {
+  if (std::string why = rt::planShortfall(m, bytes, fmt::format("--batch {} --seq {}: the run", B, T), maxMemory); !why.empty()) {
     fmt::print(stderr, "rnnc: error: {}\n", why);
     return std::nullopt;
   }
+  Timing t;
+  t.workspaceBytes = m.workspace_bytes(T, B);
   std::vector<float> params;
   if (!flatParams(m, initialParams(e, 1), "the initial params", params)) return std::nullopt;
   std::mt19937_64 rng(2);

@@ -55,12 +55,6 @@ std::vector<Layout<Real>> layout(const rnnc_model &m, C &c) {
   return out;
 }
 
-int64_t elements(const std::vector<int64_t> &shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
-
 /// Checks that every param, slot and carry array of `c` is as long as `m` needs.
 bool checkSizes(const rnnc_model &m, const Checkpoint &c, std::string &error) {
   auto fits = [&](const std::vector<float> &v) { return static_cast<int64_t>(v.size()) == m.param_elements; };
@@ -182,7 +176,7 @@ bool saveCheckpoint(const std::string &path, const rnnc_model &m, const Checkpoi
     t.name = l.name;
     t.array.dtype = io::DType::F32;
     t.array.shape = l.shape;
-    t.array.data.assign(l.values, l.values + elements(l.shape));
+    t.array.data.assign(l.values, l.values + t.array.elements());
     tensors.push_back(std::move(t));
   }
   Metadata meta = {{"format", kCheckpointFormat},

@@ -20,7 +20,7 @@ void initParams(const rnnc_model &m, uint64_t seed, float *params) {
   std::vector<double> values;
   for (int32_t k = 0; k < m.n_params; ++k) {
     const rnnc_tensor &p = m.params[k];
-    int64_t n = p.shape[0] * (p.rank > 1 ? p.shape[1] : 1);
+    const int64_t n = tensorElements(p);
     double scale = p.init_scale > 0 ? p.init_scale : 1.0 / std::sqrt(static_cast<double>(p.rank > 1 ? p.shape[1] : p.shape[0]));
     values.resize(static_cast<size_t>(n));
     drawParam(rng, p.init_normal != 0, scale, n, values.data());

@@ -101,9 +101,7 @@ std::string elementName(const rnnc_tensor &p, int64_t i) {
 std::string firstNonFinite(const rnnc_model &m, const float *values) {
   for (int32_t k = 0; k < m.n_params; ++k) {
     const rnnc_tensor &p = m.params[k];
-    int64_t n = 1;
-    for (int32_t d = 0; d < p.rank; ++d) n *= p.shape[d];
-    for (int64_t i = 0; i < n; ++i)
+    for (int64_t i = 0, n = tensorElements(p); i < n; ++i)
       if (!std::isfinite(values[p.offset + i])) return elementName(p, i) + " is " + valueText(values[p.offset + i]);
   }
   return "";
@@ -116,9 +114,7 @@ std::string largestParam(const rnnc_model &m, const float *values) {
   float largest = -1;
   for (int32_t k = 0; k < m.n_params; ++k) {
     const rnnc_tensor &p = m.params[k];
-    int64_t n = 1;
-    for (int32_t d = 0; d < p.rank; ++d) n *= p.shape[d];
-    for (int64_t i = 0; i < n; ++i)
+    for (int64_t i = 0, n = tensorElements(p); i < n; ++i)
       if (std::fabs(values[p.offset + i]) > largest) {
         largest = std::fabs(values[p.offset + i]);
         name = fmt::format("{} = {:g}", elementName(p, i), values[p.offset + i]);
@@ -210,20 +206,7 @@ bool trainChecked(const rnnc_model &m, std::vector<float> &params, const TrainOp
   result = TrainResult{};
   if (!checkRun(m, params, o, error)) return false;
   // Step 4's check comes first: the optimizer's slots are part of the plan.
-  const double plan = trainingPlanBytes(m, o);
-  if (plan < 0) {
-    error = fmt::format("model '{}': the workspace for {} steps x {} sequences is too large "
-                        "(over 64 TiB, or T x B over 2^31 - 1 rows)",
-                        m.name, o.bptt, o.batch);
-    return false;
-  }
-  // A CUDA model without a limit: cudaMalloc does not overcommit, so it fails cleanly.
-  if (std::string why = memoryShortfall(plan, fmt::format("training with --batch {} --bptt {}", o.batch, o.bptt),
-                                        o.max_memory);
-      !why.empty() && (o.max_memory > 0 || m.device == RNNC_DEVICE_CPU)) {
-    error = fmt::format("model '{}': {}", m.name, why);
-    return false;
-  }
+  if (!checkTrainingPlan(m, o, error)) return false;
   Run r{m, o, params, nullptr, nullptr, {}, 0};
   const int64_t T = o.bptt, B = o.batch;
   r.task = makeTask(o.task, m, T, B, o.seed, error);
@@ -359,15 +342,26 @@ bool trainChecked(const rnnc_model &m, std::vector<float> &params, const TrainOp
 }  // namespace
 
 double trainingPlanBytes(const rnnc_model &m, const TrainOptions &o) {
-  const int64_t ws = m.workspace_bytes(o.bptt, o.batch);
-  if (ws <= 0) return -1;
-  const double T = static_cast<double>(o.bptt), B = static_cast<double>(o.batch);
-  const int slots = o.optimizer == "sgd" ? 1 : 2;
-  double bytes = static_cast<double>(ws) + 4.0 * static_cast<double>(m.param_elements) * (2 + slots);
-  for (int32_t k = 0; k < m.n_inputs; ++k) bytes += 4.0 * T * B * (m.inputs[k].is_index ? 1 : m.inputs[k].shape[0]);
-  if (m.n_outputs > 0) bytes += 4.0 * T * B * m.outputs[0].shape[0];
-  for (int32_t k = 0; k < m.n_states; ++k) bytes += 4.0 * m.states[k].depth * B * m.states[k].shape[0];
-  return bytes;
+  PlanParts parts;
+  parts.params = 2 + (o.optimizer == "sgd" ? 1 : 2);  // params, gradients, the optimizer's slots
+  parts.outputs = 1;
+  parts.firstOutputOnly = true;
+  parts.states = true;
+  return planBytes(m, o.bptt, o.batch, parts);
+}
+
+bool checkTrainingPlan(const rnnc_model &m, const TrainOptions &o, std::string &error) {
+  const double plan = trainingPlanBytes(m, o);
+  if (plan < 0) {
+    error = fmt::format("model '{}': the workspace for {} steps x {} sequences is too large "
+                        "(over 64 TiB, or T x B over 2^31 - 1 rows)",
+                        m.name, o.bptt, o.batch);
+    return false;
+  }
+  const std::string why =
+      planShortfall(m, plan, fmt::format("training with --batch {} --bptt {}", o.batch, o.bptt), o.max_memory);
+  if (!why.empty()) error = fmt::format("model '{}': {}", m.name, why);
+  return why.empty();
 }
 
 int train(const rnnc_model &m, std::vector<float> &params, const TrainOptions &o, TrainResult *result) {

@@ -305,6 +305,16 @@ TrainOptions addingOptions(int64_t steps) {
   return o;
 }
 
+/// Trains `m` on adding from zero params for `steps` steps, saving a
+/// checkpoint at `path`; returns the options it ran with.
+TrainOptions trainAndSave(const rnnc_model &m, int64_t steps, const std::string &path) {
+  std::vector<float> params(static_cast<size_t>(m.param_elements), 0.0f);
+  TrainOptions o = addingOptions(steps);
+  o.save = path;
+  REQUIRE(train(m, params, o, nullptr) == 0);
+  return o;
+}
+
 /// A Checkpoint the trainer would expect for the accumulator on adding with adam.
 Checkpoint expected(const rnnc_model &m, const std::string &optimizer = "adam", const std::string &task = "adding") {
   Checkpoint c;
@@ -501,10 +511,7 @@ TEST_CASE("train: the trainer saves carried states and every save_every steps", 
 TEST_CASE("train: the skip count in a checkpoint is optional and checked", "[train]") {
   TempDir tmp;
   HandModel h = accumulator();
-  std::vector<float> params(3, 0.0f);
-  TrainOptions o = addingOptions(3);
-  o.save = tmp / "c.ckpt";
-  REQUIRE(train(h.m, params, o, nullptr) == 0);
+  const TrainOptions o = trainAndSave(h.m, 3, tmp / "c.ckpt");
   // Rewrites the checkpoint's metadata with `edit` and seals it again.
   auto resealed = [&](auto edit) {
     std::string error;
@@ -532,10 +539,7 @@ TEST_CASE("train: the skip count in a checkpoint is optional and checked", "[tra
 TEST_CASE("train: corrupt, truncated and foreign checkpoints are refused by name", "[train]") {
   TempDir tmp;
   HandModel h = accumulator();
-  std::vector<float> params(3, 0.0f);
-  TrainOptions o = addingOptions(3);
-  o.save = tmp / "c.ckpt";
-  REQUIRE(train(h.m, params, o, nullptr) == 0);
+  const TrainOptions o = trainAndSave(h.m, 3, tmp / "c.ckpt");
   const std::string good = readBytes(o.save);
   const std::string path = tmp / "bad.ckpt";
 
@@ -614,13 +618,10 @@ TEST_CASE("train: the trainer refuses what it cannot train", "[train]") {
 
   // Resuming past the steps asked for.
   TempDir tmp;
-  TrainOptions save = addingOptions(4);
-  save.save = tmp / "c.ckpt";
-  std::vector<float> p(3, 0.0f);
-  REQUIRE(train(h.m, p, save) == 0);
+  const TrainOptions save = trainAndSave(h.m, 4, tmp / "c.ckpt");
   TrainOptions back = addingOptions(2);
   back.resume = save.save;
-  CHECK(captureStderr([&] { CHECK(train(h.m, p, back) == 1); }) ==
+  CHECK(captureStderr([&] { CHECK(train(h.m, params, back) == 1); }) ==
         "rnnc: error: " + save.save + ": the checkpoint is at step 4, past the 2 steps asked for\n");
 }
 

@@ -1,9 +1,13 @@
 // How much memory a run may have, so that one whose plan needs more is refused
 // with the figures before anything is allocated (Linux overcommits: a large
 // allocation that "succeeds" is killed later, when it is touched). The limit
-// is --max-memory when given, else the machine's physical memory.
+// is --max-memory when given, else the machine's physical memory; a plan is
+// the workspace and the arrays a caller names (PlanParts).
 #pragma once
 
+#include "rnnc/model.h"
+
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdint>
@@ -68,6 +72,43 @@ inline std::string memoryShortfall(double bytes, const std::string &what, int64_
   if (have <= 0 || bytes <= have) return "";
   return what + " needs " + bytesText(bytes) +
          (limit > 0 ? ", more than --max-memory " + bytesText(have) : ", the machine has " + bytesText(have));
+}
+
+/// What a run holds besides the workspace, for T steps of B sequences, in
+/// values of `realBytes` bytes (an index input's position counts as one).
+struct PlanParts {
+  int64_t realBytes = 4;
+  int params = 1;                // flat param arrays: params, gradients, optimizer slots
+  int inputs = 1;                // copies of each input over T steps (2: with its gradient)
+  int outputs = 0;               // copies of each output over T steps (2: with its seed)
+  bool firstOutputOnly = false;  // output 0 alone (what the training loop reads)
+  bool seeds = false;            // a dL/dy over T steps for each seeded output
+  bool states = false;           // each state's [depth][B][width] (carried between segments)
+};
+
+/// The bytes a run of `m` over T steps of B sequences allocates: the
+/// workspace and `parts`. -1 when the workspace is too large to say
+/// (workspace_bytes 0).
+inline double planBytes(const rnnc_model &m, int64_t T, int64_t B, const PlanParts &parts) {
+  const int64_t ws = m.workspace_bytes(T, B);
+  if (ws <= 0) return -1;
+  const double value = static_cast<double>(parts.realBytes), rows = static_cast<double>(T) * static_cast<double>(B);
+  double bytes = static_cast<double>(ws) + value * static_cast<double>(m.param_elements) * parts.params;
+  for (int32_t k = 0; k < m.n_inputs; ++k)
+    bytes += value * rows * (m.inputs[k].is_index ? 1 : m.inputs[k].shape[0]) * parts.inputs;
+  const int32_t outputs = parts.firstOutputOnly ? std::min(m.n_outputs, 1) : m.n_outputs;
+  for (int32_t k = 0; k < outputs; ++k) bytes += value * rows * m.outputs[k].shape[0] * parts.outputs;
+  for (int32_t k = 0; parts.seeds && k < m.n_seeds; ++k) bytes += value * rows * m.seeds[k].shape[0];
+  for (int32_t k = 0; parts.states && k < m.n_states; ++k)
+    bytes += value * m.states[k].depth * static_cast<double>(B) * m.states[k].shape[0];
+  return bytes;
+}
+
+/// memoryShortfall for a plan of `m`, except that a CUDA model without a
+/// limit always fits: cudaMalloc does not overcommit, so it fails cleanly.
+inline std::string planShortfall(const rnnc_model &m, double bytes, const std::string &what, int64_t limit) {
+  if (limit <= 0 && m.device != RNNC_DEVICE_CPU) return "";
+  return memoryShortfall(bytes, what, limit);
 }
 
 } // namespace rnnc::rt

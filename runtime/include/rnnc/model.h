@@ -112,6 +112,18 @@ typedef struct rnnc_model {
 
 #ifdef __cplusplus
 }
+
+namespace rnnc::rt {
+
+/// The elements of tensor `t`: the product of its shape's first `rank` dims
+/// (a port's or state's width per step and sequence).
+inline int64_t tensorElements(const rnnc_tensor &t) {
+  int64_t n = 1;
+  for (int32_t d = 0; d < t.rank; ++d) n *= t.shape[d];
+  return n;
+}
+
+} // namespace rnnc::rt
 #endif
 
 #endif

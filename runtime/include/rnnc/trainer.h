@@ -40,6 +40,12 @@ struct TrainResult {
 /// carried states. -1 when the workspace is too large to say (workspace_bytes 0).
 double trainingPlanBytes(const rnnc_model &m, const TrainOptions &o);
 
+/// Whether the plan of a run of `m` with `o` fits in o.max_memory (else the
+/// machine; a CUDA model without a limit always fits). False with `error`
+/// "model 'X': ..." naming the figures, or saying the workspace is too large.
+/// train() checks it too; a caller may check before drawing the params.
+bool checkTrainingPlan(const rnnc_model &m, const TrainOptions &o, std::string &error);
+
 /// Trains `m` (float32 only) on the task for `o.steps` steps in total.
 /// params: the flat initial params (param_elements floats), overwritten with
 /// the trained ones. Prints errors as one line "rnnc: error: ..." to stderr
