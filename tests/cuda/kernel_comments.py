@@ -11,12 +11,33 @@ from, each as `//   FILE.rnn:LINE  TEXT` where TEXT is that line of FILE
 usage: kernel_comments.py SOURCE_DIR BUNDLE...
 Prints one line per kernel ("fused_2: lstm.rnn:9 lstm.rnn:10 lstm.rnn:11";
 with several bundles, each line starts with the bundle's file name) and exits
-1 when a kernel has no such comment or a line does not match its file."""
+1 when a kernel has no such comment or a line does not match its file.
+
+comment_above() and parse_equation() are the one reader of these comments;
+tests/lit/codegen/Inputs/equations.py imports them for the CPU target's."""
 import os
 import re
 import sys
 
 HELPERS = {"fill", "grad_embed"}  # written once for every bundle: a plain comment says what they do
+EQUATION = re.compile(r"//   ([\w.\-/]+\.rnn):(\d+)  (.*)$")
+
+
+def comment_above(lines, at):
+    """The comment right above lines[at]: the contiguous `//` lines ending on
+    the line before it, top first."""
+    above = []
+    k = at - 1
+    while k >= 0 and lines[k].startswith("//"):
+        above.insert(0, lines[k])
+        k -= 1
+    return above
+
+
+def parse_equation(line):
+    """`//   FILE.rnn:LINE  TEXT` -> (FILE, LINE, TEXT); None for any other line."""
+    e = EQUATION.match(line)
+    return (e.group(1), int(e.group(2)), e.group(3)) if e else None
 
 
 def check(bundle, src, sources, label):
@@ -30,11 +51,7 @@ def check(bundle, src, sources, label):
             continue
         name = m.group(1)
         kernels += 1
-        above = []
-        k = at - 1
-        while k >= 0 and lines[k].startswith("//"):
-            above.insert(0, lines[k])
-            k -= 1
+        above = comment_above(lines, at)
         if name in HELPERS:
             if not above:
                 print(f"FAILED: {label}{name}: no comment above the kernel")
@@ -46,12 +63,12 @@ def check(bundle, src, sources, label):
             continue
         cites = []
         for c in above[1:]:
-            e = re.match(r"//   ([\w.\-/]+\.rnn):(\d+)  (.*)$", c)
+            e = parse_equation(c)
             if not e:
                 print(f"FAILED: {label}{name}: not an equation line: {c!r}")
                 bad += 1
                 continue
-            file, number, text = e.group(1), int(e.group(2)), e.group(3)
+            file, number, text = e
             path = os.path.join(src, file)
             if path not in sources:
                 sources[path] = open(path).read().split("\n") if os.path.isfile(path) else None

@@ -12,7 +12,8 @@ usage: run.py --rnnc RNNC --inspect RNNC_INSPECT --samples DIR --inputs DIR --wo
      name and those equations, launched from launch_<name>; a "grad_embed"
      one is a launch of the rnnc helper grad_embed from launch_<name>; the
      GEMM kinds (gemm, gemm_t, grad_matrix, grad_vector) are a checked cuBLAS
-     call (cublasStatus_t) in launch_<name>; no other kernel but rnnc helpers.
+     call (cublasStatus_t) in launch_<name>, whose comment names the manifest's
+     equations; no other kernel but rnnc helpers.
 2. Each hand-made Inputs/*.cu, *.cpp names the problems it must raise as
    `// EXPECT: LINE KIND` lines (none: it must be clean); rnnc-inspect must
    report exactly those and exit 1 (0 when clean).
@@ -77,6 +78,8 @@ def compare(target, manifest, found):
                 bad.append(f"{name}: no cuBLAS call in {launcher}")
             elif not all(c["checked"] for c in calls):
                 bad.append(f"{name}: a cuBLAS call in {launcher} is not checked")
+            elif calls[0]["equations"] != equations:
+                bad.append(f"{name}: the comment above {launcher} names {calls[0]['equations']}, the manifest {equations}")
         else:
             bad.append(f"{name}: manifest kind {kind!r} unknown to this test")
     for k in found["kernels"]:

@@ -39,6 +39,7 @@ struct LibraryCall {
   std::string function; // the enclosing function
   std::string status;   // "cudaError_t", "cublasStatus_t", ...; "" when it returns none (CBLAS)
   bool checked = true;  // the status is used (always true without one)
+  std::vector<std::string> equations; // named by the comment above the enclosing function ("lstm.rnn:9")
   unsigned line = 0;
 };
 

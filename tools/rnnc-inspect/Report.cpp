@@ -11,6 +11,13 @@ namespace {
 
 nlohmann::ordered_json orNull(const std::string &s) { return s.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(s); }
 
+/// {"a", "b"} -> "a b".
+std::string joined(const std::vector<std::string> &words) {
+  std::string out;
+  for (const std::string &w : words) out += (out.empty() ? "" : " ") + w;
+  return out;
+}
+
 } // namespace
 
 std::string textReport(const Inspection &in) {
@@ -25,9 +32,7 @@ std::string textReport(const Inspection &in) {
     }
     out += fmt::format("  parameters: {}\n", parameters);
     if (!k.launchBounds.empty()) out += fmt::format("  launch_bounds: {}\n", k.launchBounds);
-    std::string equations;
-    for (const std::string &e : k.equations) equations += (equations.empty() ? "" : " ") + e;
-    out += fmt::format("  equations: {}\n", equations.empty() ? "(none)" : equations);
+    out += fmt::format("  equations: {}\n", k.equations.empty() ? "(none)" : joined(k.equations));
     for (const Launch &l : k.launches) {
       out += fmt::format("  launch {}:{} in {}", f, l.line, l.function);
       if (!l.grid.empty())
@@ -36,8 +41,9 @@ std::string textReport(const Inspection &in) {
     }
   }
   for (const LibraryCall &c : in.libraryCalls)
-    out += fmt::format("{}:{}: library call {} in {}{}\n", f, c.line, c.callee, c.function,
-                       c.status.empty() ? "" : fmt::format(": {}, {}", c.status, c.checked ? "checked" : "NOT CHECKED"));
+    out += fmt::format("{}:{}: library call {} in {}{}{}\n", f, c.line, c.callee, c.function,
+                       c.status.empty() ? "" : fmt::format(": {}, {}", c.status, c.checked ? "checked" : "NOT CHECKED"),
+                       c.equations.empty() ? "" : "; equations: " + joined(c.equations));
   for (const Problem &p : in.problems) out += fmt::format("{}:{}: problem: {} [{}]\n", f, p.line, p.message, p.kind);
   out += fmt::format("{}: {} kernel{}{}, {} library call{}, {} problem{}\n", f, in.kernels.size(),
                      in.kernels.size() == 1 ? "" : "s",
@@ -74,6 +80,7 @@ std::string jsonReport(const Inspection &in) {
                      {"function", c.function},
                      {"status", orNull(c.status)},
                      {"checked", c.checked},
+                     {"equations", c.equations},
                      {"line", c.line}});
   for (const Problem &p : in.problems) problems.push_back({{"kind", p.kind}, {"message", p.message}, {"line", p.line}});
   json out = {{"file", in.file},

@@ -8,11 +8,16 @@
 usage: equations.py BUNDLE.cpp SOURCE.rnn
 Each `FILE.rnn:LINE  text` must name SOURCE's file name, and `text` must be
 SOURCE's line LINE (stripped). Prints `kernels: N, lines: L1 L2 ...` (the
-distinct source lines named, sorted).
+distinct source lines named, sorted). The comments are read by the CUDA
+check's reader (tests/cuda/kernel_comments.py): one rule for both targets.
 """
 import os
 import re
 import sys
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "cuda"))
+from kernel_comments import comment_above, parse_equation  # noqa: E402
 
 cpp = open(sys.argv[1]).read().splitlines()
 src = open(sys.argv[2]).read().splitlines()
@@ -25,20 +30,20 @@ for i, line in enumerate(cpp):
         continue
     name = m.group(1)
     kernels += 1
-    j = i - 1
-    eqs = []
-    while j >= 0 and cpp[j].startswith("//   "):
-        eqs.append(cpp[j])
-        j -= 1
+    above = comment_above(cpp, i)
+    eqs = []  # the `//   ` lines at the end of the comment; the title is the line above them
+    while above and above[-1].startswith("//   "):
+        eqs.insert(0, above.pop())
     if not eqs:
         sys.exit(f"equations.py: kernel {name} has no equations comment")
-    if not cpp[j].startswith(f"// {name}: "):
-        sys.exit(f"equations.py: kernel {name}: expected '// {name}: ...' above its equations, got {cpp[j]!r}")
+    title = cpp[i - len(eqs) - 1] if i > len(eqs) else ""
+    if not title.startswith(f"// {name}: "):
+        sys.exit(f"equations.py: kernel {name}: expected '// {name}: ...' above its equations, got {title!r}")
     for e in eqs:
-        em = re.match(r"^//   (\S+):(\d+)  (.*)$", e)
+        em = parse_equation(e)
         if not em:
             sys.exit(f"equations.py: kernel {name}: malformed equation line {e!r}")
-        f, n, text = em.group(1), int(em.group(2)), em.group(3)
+        f, n, text = em
         if f != base:
             sys.exit(f"equations.py: kernel {name}: names {f}, expected {base}")
         if not (1 <= n <= len(src)) or src[n - 1].strip() != text:
