@@ -1,5 +1,6 @@
 #include "driver/Show.h"
 
+#include "analysis/Recurrence.h"
 #include "ir/Printer.h"
 
 #include <fmt/format.h>
@@ -57,6 +58,9 @@ std::string scheduleText(const Compilation &c, const SourceManager &sm) {
   std::string out = fmt::format("schedule {}{}: {} stage{}, {} stream{}\n", g.name, c.optimize ? "" : " (-O0)",
                                 c.schedule.stages.size(), c.schedule.stages.size() == 1 ? "" : "s",
                                 c.schedule.streams, c.schedule.streams == 1 ? "" : "s");
+  // What each loop could become (-O0 runs no analysis).
+  std::vector<RecurrenceClass> classes;
+  if (c.optimize) classes = classifyRecurrences(g, c.time);
   int launch = 0;
   for (size_t s = 0; s < c.schedule.stages.size(); ++s) {
     const Stage &st = c.schedule.stages[s];
@@ -70,6 +74,8 @@ std::string scheduleText(const Compilation &c, const SourceManager &sm) {
     if (!deps.empty()) out += fmt::format(", after {}", deps);
     if (!waits.empty()) out += fmt::format(", waits on an event of {}", waits);
     out += "\n";
+    if (st.loop && st.loopIndex >= 0 && static_cast<size_t>(st.loopIndex) < classes.size())
+      out += fmt::format("  recurrence: {}\n", recurrenceSummary(g, classes[st.loopIndex]));
     for (const Kernel &k : st.kernels) {
       out += fmt::format("  {} k{}: {}", k.gemm ? "gemm  " : "kernel", launch++, kernelSummary(g, k));
       std::string eq = equationLines(g, k.nodes, sm);

@@ -1,5 +1,7 @@
 #include "passes/Stats.h"
 
+#include "analysis/Recurrence.h"
+
 #include <fmt/format.h>
 
 namespace rnnc {
@@ -20,6 +22,9 @@ int64_t nodeFlops(const Graph &g, NodeId id) {
 
 Stats computeStats(const Compilation &c) {
   Stats s;
+  // Scan and Newton candidates (-O0 runs no analysis, so none there).
+  std::vector<RecurrenceClass> classes;
+  if (c.optimize) classes = classifyRecurrences(c.graph, c.time);
   for (const Stage &stage : c.schedule.stages) {
     int64_t flops = 0;
     for (NodeId id : stage.nodes) flops += nodeFlops(c.graph, id);
@@ -32,6 +37,11 @@ Stats computeStats(const Compilation &c) {
       d.stepLaunches += static_cast<int>(stage.kernels.size());
       d.stepGemms += gemms;
       d.flopsInLoops += flops;
+      if (stage.loopIndex >= 0 && static_cast<size_t>(stage.loopIndex) < classes.size()) {
+        TimeParallelPlan plan = classes[stage.loopIndex].plan();
+        d.scanLoops += plan == TimeParallelPlan::Scan;
+        d.newtonLoops += plan == TimeParallelPlan::Newton;
+      }
     } else {
       d.hoistedGemms += gemms;
       d.flopsHoisted += flops;
