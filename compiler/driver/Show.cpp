@@ -112,6 +112,17 @@ std::string memoryText(const Compilation &c) {
                      m.bufferBytesPerStep, m.unsharedBytesPerStep);
 }
 
+/// Text inside a Graphviz double-quoted string: `"` and `\` escaped (a file
+/// name may hold either).
+static std::string dotEscaped(const std::string &text) {
+  std::string out;
+  for (char ch : text) {
+    if (ch == '"' || ch == '\\') out += '\\';
+    out += ch;
+  }
+  return out;
+}
+
 std::string graphDot(const Compilation &c, const SourceManager &sm, const std::function<std::string(const Node &)> &link) {
   const Graph &g = c.graph;
   std::string out = fmt::format("digraph \"{}\" {{\n  rankdir=TB;\n  node [shape=box, fontname=\"monospace\"];\n", g.name);
@@ -127,7 +138,7 @@ std::string graphDot(const Compilation &c, const SourceManager &sm, const std::f
     std::string style = c.time.loopOf.size() > id && c.time.recurrent(id)
                             ? ", style=filled, fillcolor=\"#f4cccc\""
                             : (opKind(n.op) == OpKind::Leaf ? ", style=rounded" : "");
-    std::string tip = n.locs.empty() ? "" : fmt::format(", tooltip=\"{}\"", locText(sm, n.locs.front()));
+    std::string tip = n.locs.empty() ? "" : fmt::format(", tooltip=\"{}\"", dotEscaped(locText(sm, n.locs.front())));
     std::string url = link ? link(n) : "";
     if (!url.empty()) url = fmt::format(", URL=\"{}\"", url);
     out += fmt::format("  n{} [label=\"{}\"{}{}{}];\n", id, label, style, tip, url);
