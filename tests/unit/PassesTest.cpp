@@ -26,6 +26,7 @@
 using namespace rnnc;
 using rnnc::test::errors;
 using rnnc::test::frontend;
+using rnnc::test::loweredGraph;
 
 namespace {
 
@@ -42,15 +43,7 @@ struct Compiled {
 /// Frontend and lowering only (c.graph is the lowered graph).
 std::unique_ptr<Compiled> lowered(const std::string &text) {
   auto out = std::make_unique<Compiled>();
-  out->fe = frontend(text);
-  auto errs = errors(*out->fe);
-  INFO(text);
-  CAPTURE(errs);
-  REQUIRE(errs.empty());
-  REQUIRE(out->fe->sema.entities.size() == 1);
-  auto g = lowerToGraph(out->fe->sema.entities[0], *out->fe->diags);
-  REQUIRE(g);
-  out->c.graph = std::move(*g);
+  out->c.graph = loweredGraph(text, out->fe);
   out->loweredLive = out->c.graph.liveCount();
   return out;
 }

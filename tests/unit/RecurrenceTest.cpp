@@ -17,6 +17,7 @@
 using namespace rnnc;
 using rnnc::test::errors;
 using rnnc::test::frontend;
+using rnnc::test::loweredGraph;
 
 namespace {
 
@@ -48,16 +49,8 @@ struct Classified {
 /// optimizing pipeline, and the classes of the final graph.
 std::unique_ptr<Classified> classified(const std::string &text, bool backward = false) {
   auto out = std::make_unique<Classified>();
-  out->fe = frontend(text);
-  auto errs = errors(*out->fe);
-  INFO(text);
-  CAPTURE(errs);
-  REQUIRE(errs.empty());
-  REQUIRE(out->fe->sema.entities.size() == 1);
-  auto g = lowerToGraph(out->fe->sema.entities[0], *out->fe->diags);
-  REQUIRE(g);
-  if (backward) REQUIRE(differentiate(*g, defaultObjective(*g), *out->fe->diags));
-  out->c.graph = std::move(*g);
+  out->c.graph = loweredGraph(text, out->fe);
+  if (backward) REQUIRE(differentiate(out->c.graph, defaultObjective(out->c.graph), *out->fe->diags));
   REQUIRE(runPipeline(out->c, *out->fe->diags));
   out->classes = classifyRecurrences(out->c.graph, out->c.time);
   REQUIRE(out->classes.size() == out->c.time.loops.size());

@@ -4,8 +4,12 @@
 
 #include "frontend/Frontend.h"
 #include "frontend/Lexer.h"
+#include "frontend/Lower.h"
+
+#include <catch2/catch.hpp>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -63,6 +67,20 @@ inline std::unique_ptr<Lexed> lex(const std::string &text) {
     if (t.kind == Tok::Eof) break;
   }
   return l;
+}
+
+/// The one entity of `text` lowered to a graph; `fe` keeps the source text
+/// and diagnostics the graph points into. Any error fails the test.
+inline Graph loweredGraph(const std::string &text, std::unique_ptr<FrontendResult> &fe) {
+  fe = frontend(text);
+  auto errs = errors(*fe);
+  INFO(text);
+  CAPTURE(errs);
+  REQUIRE(errs.empty());
+  REQUIRE(fe->sema.entities.size() == 1);
+  std::optional<Graph> g = lowerToGraph(fe->sema.entities[0], *fe->diags);
+  REQUIRE(g);
+  return std::move(*g);
 }
 
 } // namespace rnnc::test
