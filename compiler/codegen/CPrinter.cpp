@@ -1,5 +1,6 @@
 #include "codegen/CPrinter.h"
 
+#include "codegen/Tangent.h"
 #include "support/Crash.h"
 
 #include <cmath>
@@ -71,6 +72,8 @@ std::string CPrinter::operand(const Operand &o, const std::string &index) const 
     if (o.scalar) return fmt::format("P[{}]", o.paramOffset);
     return fmt::format("P[{} + {}]", o.paramOffset, index);
   case Operand::Kind::Load: {
+    auto substitute = substitutes_.find({o.buffer, o.delay});
+    if (substitute != substitutes_.end()) return substitute->second;
     // A slice read in place: its source at the slice's offset.
     std::string at = o.scalar || index == "0" ? std::to_string(o.shift)
                      : o.shift == 0           ? index
@@ -175,6 +178,45 @@ std::string CPrinter::sweep(const Sweep &s, const std::string &indent) {
     out += fmt::format("{}{}[i] = {}({} - top) / z - (i == target ? real(1) : real(0));\n{}}}\n", in2, dst, math("exp"),
                        x(0, "i"), indent);
   }
+  return out;
+}
+
+std::string CPrinter::tangentStep(const ScanIR &scan, int direction, const std::string &indent) {
+  const size_t k = scan.states.size();
+  substitutes_.clear();
+  for (size_t s = 0; s < k; ++s) substitutes_[{scan.states[s], direction}] = fmt::format("s{}", s);
+  // tangent[local][s]: the name of its nonzero tangent, or "".
+  std::vector<std::vector<std::string>> tangent(scan.step.body.size(), std::vector<std::string>(k));
+  auto argTangent = [&](const Operand &o, size_t s) -> std::string {
+    if (o.kind == Operand::Kind::Local) return tangent[static_cast<size_t>(o.local)][s];
+    if (o.kind == Operand::Kind::Load && o.delay == direction && o.buffer == scan.states[s]) return "real(1)";
+    return "";
+  };
+  std::string out;
+  for (size_t j = 0; j < scan.step.body.size(); ++j) {
+    const Instr &in = scan.step.body[j];
+    std::string value = fmt::format("v{}", j);
+    out += fmt::format("{}const real {} = {};\n", indent, value, mapExpr(in));
+    std::vector<std::string> args;
+    for (const Operand &o : in.args) args.push_back(operand(o, "i"));
+    for (size_t s = 0; s < k; ++s) {
+      std::vector<std::string> dargs;
+      for (const Operand &o : in.args) dargs.push_back(argTangent(o, s));
+      std::string d = tangentExpr(in.op, args, dargs, value, [&](const char *f) { return math(f); });
+      if (d.empty()) continue;
+      tangent[j][s] = fmt::format("{}_d{}", value, s);
+      out += fmt::format("{}const real {} = {};\n", indent, tangent[j][s], d);
+    }
+  }
+  for (size_t p = 0; p < k; ++p) {
+    size_t local = static_cast<size_t>(scan.stateLocals[p]);
+    for (size_t q = 0; q < k; ++q) {
+      std::string d = tangent[local][q].empty() ? "real(0)" : tangent[local][q];
+      out += fmt::format("{}const real a_{}_{} = {};\n", indent, p, q, d);
+    }
+    out += fmt::format("{}const real f_{} = v{};\n", indent, p, local);
+  }
+  substitutes_.clear();
   return out;
 }
 

@@ -8,6 +8,7 @@
 #include "codegen/KernelIR.h"
 #include "support/SourceManager.h"
 
+#include <map>
 #include <set>
 #include <string>
 #include <utility>
@@ -44,6 +45,12 @@ protected:
   std::string mapExpr(const Instr &in) const;
   /// A sweep's statements for one row, at `indent`.
   std::string sweep(const Sweep &s, const std::string &indent);
+  /// The step of a loop run in parallel over time, at element i, reading the
+  /// states one step back from `s0`, `s1`, ... (declared by the caller): each
+  /// op's value `vN` and its nonzero tangents `vN_dS` (d vN / d sS, forward
+  /// mode, Tangent.cpp); then the step's Jacobian `a_P_Q` (d new state P /
+  /// d state Q) and its value `f_P`, per new state.
+  std::string tangentStep(const ScanIR &scan, int direction, const std::string &indent);
   /// Every (buffer, delay) a fused kernel reads or writes, and which it writes.
   std::set<std::pair<int, int32_t>> rowPointers(const KernelIR &k, std::set<int> &written) const;
 
@@ -64,6 +71,8 @@ protected:
 
   const Program &p_;
   const SourceManager &sm_;
+  /// While printing a scan's step: loads of (buffer, delay) printed as these names.
+  std::map<std::pair<int, int32_t>, std::string> substitutes_;
 };
 
 } // namespace rnnc::codegen

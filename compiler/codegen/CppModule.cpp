@@ -4,6 +4,7 @@
 // is inside each launch (OpenMP rows, threaded BLAS).
 #include "codegen/Bundle.h"
 #include "codegen/CppPrinter.h"
+#include "codegen/CppScan.h"
 #include "codegen/HostCode.h"
 
 #include <fmt/format.h>
@@ -25,7 +26,7 @@ private:
   std::string launch(int kernel, const std::string &rows, const std::string &indent);
 
   const Program &p_;
-  CppPrinter kernels_;
+  CppScanPrinter kernels_;
 };
 
 std::string ModulePrinter::launch(int kernel, const std::string &rows, const std::string &indent) {
@@ -35,9 +36,16 @@ std::string ModulePrinter::launch(int kernel, const std::string &rows, const std
 std::string ModulePrinter::stages(bool backward) {
   std::string out;
   int index = 0;
-  for (const StageIR &s : p_.stages) {
+  for (size_t at = 0; at < p_.stages.size(); ++at) {
+    const StageIR &s = p_.stages[at];
     if (s.backward != backward) continue;
     ++index;
+    if (s.loop && s.scan.plan != LoopPlan::Sequential) {
+      out += fmt::format("  // Stage {}: a loop over time, t = {}, {}.\n", index, s.direction > 0 ? "0 .. T-1" : "T-1 .. 0",
+                         s.scan.plan == LoopPlan::Newton ? "by Newton iterations of parallel scans" : "as a parallel scan");
+      out += fmt::format("  {}(ws, P, G, T, B);\n", CppScanPrinter::functionName(s, static_cast<int>(at)));
+      continue;
+    }
     if (!s.loop) {
       out += fmt::format("  // Stage {}: every step at once.\n", index);
       for (int k : s.kernels) out += launch(k, "0, T * B", "  ");
@@ -111,6 +119,9 @@ std::string ModulePrinter::print() {
   out += "constexpr int64_t kParallelWork = 1 << 20; // element-ops in a launch worth a thread team\n\n";
   out += workspaceStruct(p_) + "\n" + workspaceLayout(p_) + "\n";
   for (const KernelIR &k : p_.kernels) out += kernels_.kernel(k) + "\n";
+  for (size_t at = 0; at < p_.stages.size(); ++at)
+    if (p_.stages[at].loop && p_.stages[at].scan.plan != LoopPlan::Sequential)
+      out += kernels_.stageFunction(p_.stages[at], static_cast<int>(at)) + "\n";
   out += forward() + "\n" + backward() + "\n" + readers() + "\n";
   out += "} // namespace\n\n" + abiTable(p_);
   return out;

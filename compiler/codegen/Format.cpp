@@ -40,7 +40,8 @@ constexpr const char kKernelsOpen[] = "R\"rnnc_cuda(";
 constexpr const char kKernelsClose[] = ")rnnc_cuda\"";
 
 /// clang-format puts every preprocessor line at column 0; an `#pragma omp simd`
-/// or `#pragma unroll` reads better indented like the loop it annotates.
+/// or `#pragma unroll` reads better indented like the loop it annotates, and
+/// so does a comment right above it.
 std::string indentPragmas(const std::string &code) {
   std::vector<std::string> lines;
   std::istringstream in(code);
@@ -51,7 +52,11 @@ std::string indentPragmas(const std::string &code) {
     while (next < lines.size() && (lines[next].empty() || lines[next].rfind("#pragma ", 0) == 0)) ++next;
     if (next == lines.size()) continue;
     size_t indent = lines[next].find_first_not_of(' ');
-    if (indent != std::string::npos && indent > 0) lines[i] = std::string(indent, ' ') + lines[i];
+    if (indent == std::string::npos || indent == 0) continue;
+    lines[i] = std::string(indent, ' ') + lines[i];
+    // A comment above the pragma went to column 0 with it.
+    for (size_t above = i; above-- > 0 && lines[above].rfind("//", 0) == 0;)
+      lines[above] = std::string(indent, ' ') + lines[above];
   }
   std::string out;
   out.reserve(code.size() + 1024);

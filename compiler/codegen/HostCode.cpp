@@ -19,7 +19,8 @@ std::string workspaceStruct(const Program &p, const std::string &extraMembers) {
   std::string out = "/// Every value that leaves its sweep, [padding + T + padding][B][width].\nstruct Workspace {\n";
   for (const Buffer &b : p.buffers)
     out += fmt::format("  {} *{}; // [{}][B][{}]{}\n", typeOf(b), b.name, rowsOf(b), b.width,
-                       b.fixed ? ": the initial-state gradient"
+                       b.scratch ? (b.fixed ? ": a scan's, per chunk" : ": a scan's, per step")
+                       : b.fixed ? ": the initial-state gradient"
                        : b.stepLocal ? ": one step, reused"
                        : b.ring ? ": a ring of the steps its loop reads back"
                        : b.shares >= 0 ? ": shares " + p.buffers[b.shares].name + "'s memory"

@@ -13,10 +13,14 @@
 //    back k steps keeps a ring of k + 1 steps' rows. A buffer whose
 //    stages (forward, then backward, then the initial-state gradients) all come
 //    after another's last reuses its memory, when both have the same width
-//    and padding; ports never share (they are read after the calls).
+//    and padding; ports never share (they are read after the calls). A loop
+//    run in parallel over time keeps every step's rows (its chunks run at
+//    once) and gets its ScanIR (ScanIR.cpp).
 // 4. Operands: a value of the same sweep is a local, a stored one a load at
 //    t - delay, a param an element of the flat array, a constant a literal.
 #include "codegen/KernelIR.h"
+
+#include "codegen/ScanIR.h"
 
 #include "interp/Interpreter.h"
 #include "passes/FusePointwise.h"
@@ -440,7 +444,7 @@ void ProgramBuilder::markStepLocal() {
     Buffer &buf = p_.buffers[b];
     int stage = writer[b];
     if (buf.fixed || buf.input >= 0 || buf.index || ports.count(static_cast<int>(b)) || stage < 0 ||
-        !p_.stages[stage].loop)
+        !p_.stages[stage].loop || p_.stages[stage].scan.plan != LoopPlan::Sequential) // chunks run at once
       continue;
     bool sameStage = true;
     for (int s : readerStages[b]) sameStage &= s == stage;
@@ -571,6 +575,13 @@ bool ProgramBuilder::build(std::string &error) {
       ++launch;
     }
     p_.stages.push_back(std::move(s));
+    LoopPlan plan = stage.loop && stage.loopIndex >= 0 && static_cast<size_t>(stage.loopIndex) < c_.loopPlans.size()
+                        ? c_.loopPlans[stage.loopIndex]
+                        : LoopPlan::Sequential;
+    std::string why;
+    if (plan != LoopPlan::Sequential)
+      buildScanIR(p_, static_cast<int>(p_.stages.size()) - 1, plan, c_.timeParallel.mode == TimeParallelMode::Auto,
+                  c_.timeParallel.newtonIterations, why);
   }
 
   for (const GraphPort &in : g_.inputs) p_.inputs.push_back(port(in.name, in.value));

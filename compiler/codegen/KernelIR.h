@@ -32,6 +32,7 @@ struct Buffer {
   bool stepLocal = false; // written and read within one step of a loop: B rows, reused every step
   int ring = 0; // read only by its loop, at most ring - 1 steps back: a ring of `ring` steps' rows (0: no ring)
   int shares = -1; // the buffer whose memory it reuses (their lives do not overlap), or -1
+  bool scratch = false; // a scan's own memory (chunk aggregates, carries, Newton's coefficients)
 };
 
 /// A scalar read by a sweep: an earlier op of the same sweep, a load from a
@@ -95,6 +96,33 @@ struct KernelIR {
   std::vector<SourceRange> equations; // the source lines it computes, in order, no duplicates
 };
 
+/// Chunks a loop run in parallel over time is cut into, at most (the rows of
+/// its chunk scratch buffers).
+constexpr int64_t kScanChunks = 64;
+
+/// A loop run in parallel over time (docs/time-parallel.md). Its k states are
+/// buffers of one width n that the loop reads one step back (at delay
+/// `direction`); element i of the states at step t is a function of element i
+/// of the states at the step before, `step`: the loop's kernels as one map
+/// sweep of width n whose loads of a state at `direction` are the previous
+/// values, and whose other in-loop loads became locals. A scan evaluates it at
+/// a zero state with tangents (state_t = A_t state_{t-1} + b_t, A_t a k×k
+/// block per element), composes the chunks, carries between them, then runs
+/// the loop's own kernels inside each chunk; Newton linearizes it around a
+/// guess of every step, `iterations` times.
+struct ScanIR {
+  LoopPlan plan = LoopPlan::Sequential;
+  bool guarded = false;        // --time-parallel auto: the cost model picks at run time
+  int iterations = 0;          // Newton
+  int64_t width = 0;           // n
+  std::vector<int> states;     // buffers, k of them
+  std::vector<int> stateLocals; // per state: the local of `step` that is its new value
+  Sweep step;
+  int aggregates = -1;   // scratch [kScanChunks][B][n·(k·k + k)]: per chunk, A then b, coefficient-major
+  int carries = -1;      // scratch [kScanChunks][B][n·k]: the state before each chunk
+  int coefficients = -1; // Newton: scratch [T][B][n·(k·k + k)], each step's A_t and b_t at the guess
+};
+
 struct StageIR {
   bool loop = false;
   int direction = +1;
@@ -102,6 +130,7 @@ struct StageIR {
   int stream = 0;
   std::vector<int> waits; // stages (indices into Program::stages) on other streams it must wait for
   std::vector<int> kernels;
+  ScanIR scan; // plan Sequential: the loop steps one t at a time
 };
 
 /// A flat-array view of a param: its offset and element count.

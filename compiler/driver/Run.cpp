@@ -101,6 +101,7 @@ static InterpResult runCompiled(const Graph &g, const InterpInputs &in, const Ru
   Compilation c;
   c.graph = g;
   c.optimize = o.optimize;
+  c.timeParallel = o.timeParallel;
   if (!runPipeline(c, diags)) fail(diags.captured().empty() ? "the pipeline failed" : diags.captured().front().message);
   codegen::Program program;
   std::string error;

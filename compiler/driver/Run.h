@@ -30,6 +30,7 @@ struct RunOptions {
   std::string device = "cpu";         // the compiled engine's device: cpu or cuda
   codegen::CudaOptions cuda;          // --tf32, --cuda-graphs
   bool optimize = true;               // false: -O0
+  TimeParallelOptions timeParallel;   // --time-parallel, --newton-iterations
   int64_t maxMemory = 0;              // --max-memory in bytes; 0: the machine's physical memory
   const SourceManager *sm = nullptr;  // for the equations comments of generated code
 };

@@ -98,7 +98,8 @@ std::optional<std::string> wrapperText(const FrontendResult &r, const Elaboratio
 
 /// Lowered, differentiated, scheduled and printed for the CPU; null after
 /// printing why not.
-std::optional<codegen::Bundle> bundleOf(FrontendResult &r, const Elaboration &e, bool optimize, bool backward,
+std::optional<codegen::Bundle> bundleOf(FrontendResult &r, const Elaboration &e, bool optimize,
+                                        const TimeParallelOptions &timeParallel, bool backward,
                                         bool inputGrads, const std::string &device, codegen::CudaOptions cuda) {
   std::optional<Graph> g;
   Compilation c;
@@ -113,6 +114,7 @@ std::optional<codegen::Bundle> bundleOf(FrontendResult &r, const Elaboration &e,
     if (g) {
       c.graph = std::move(*g);
       c.optimize = optimize;
+      c.timeParallel = timeParallel;
       if (!runPipeline(c, *r.diags)) return std::nullopt;
     }
   } catch (TooManyErrors &) {
@@ -229,7 +231,7 @@ int trainCommand(const TrainCommand &c) {
   if (!loadForTask(c.file, c.dims, c.entry, c.color, c.train.task, loaded)) return 1;
   FrontendResult &r = loaded.wrapper ? *loaded.wrapper : *loaded.file;
   // Training needs neither dL/dx nor the initial states' gradients.
-  auto bundle = bundleOf(r, *loaded.entity, c.optimize, true, /*inputGrads=*/false, c.device, c.cuda);
+  auto bundle = bundleOf(r, *loaded.entity, c.optimize, c.timeParallel, true, /*inputGrads=*/false, c.device, c.cuda);
   if (!bundle) return 1;
   const rnnc_model *m = load(*bundle);
   if (!m) return 1;
@@ -372,7 +374,7 @@ int benchCommand(const BenchCommand &c) {
   for (const auto &[label, optimize] : variants) {
     // The inputs' and initial states' gradients too, as torch's backward and
     // oneDNN's diff_src and diff_src_iter compute them.
-    auto bundle = bundleOf(r, *loaded.entity, optimize, true, /*inputGrads=*/true, c.device, c.cuda);
+    auto bundle = bundleOf(r, *loaded.entity, optimize, c.timeParallel, true, /*inputGrads=*/true, c.device, c.cuda);
     if (!bundle) return 1;
     const rnnc_model *m = load(*bundle);
     if (!m) return 1;

@@ -19,6 +19,7 @@ struct TrainCommand {
   std::vector<DimOverride> dims;
   std::string entry;
   bool optimize = true;
+  TimeParallelOptions timeParallel;
   bool color = false;
   rt::TrainOptions train;
   std::string params; // initial params (safetensors); empty: drawn with the seed
@@ -37,6 +38,7 @@ struct BenchCommand {
   int runs = 10, warmup = 2;
   bool json = false;
   bool onlyOptimized = false; // skip the -O0 column
+  TimeParallelOptions timeParallel;
   std::string device = "cpu";  // cpu or cuda (resolved)
   codegen::CudaOptions cuda;   // --tf32, --cuda-graphs
   int64_t maxMemory = 0;       // --max-memory in bytes; 0: the machine's physical memory

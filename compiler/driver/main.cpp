@@ -38,7 +38,8 @@ struct CommonOptions {
   std::vector<std::string> defines;
   bool o0 = false;
   std::string entry;
-  std::string timeParallel = "off";
+  std::string timeParallel = "auto";
+  int newtonIterations = 3;
 };
 
 void addCommon(CLI::App &cmd, CommonOptions &o) {
@@ -49,21 +50,26 @@ void addCommon(CLI::App &cmd, CommonOptions &o) {
   // CLI11 takes one-letter short options only; main() spells -O0 as --O0 for it.
   cmd.add_flag("--O0", o.o0, "-O0: no analysis: one launch per op per step, in time order (the baseline)");
   cmd.add_option("--entry", o.entry, "the cell or model to compile when the file has several")->type_name("NAME");
-  cmd.add_option("--time-parallel", o.timeParallel, "recurrences as parallel scans: off (the only one implemented yet), "
-                                                    "scan, newton, auto")
+  cmd.add_option("--time-parallel", o.timeParallel,
+                 "loops in parallel over time: off, scan (affine loops), newton (and nonlinear ones), "
+                 "auto (both, each when the cost model expects it to be faster; the default)")
       ->check(CLI::IsMember({"off", "scan", "newton", "auto"}));
+  cmd.add_option("--newton-iterations", o.newtonIterations, "Newton iterations of a nonlinear loop run in parallel (default 3)")
+      ->check(CLI::Range(1, 100000));
 }
 
-/// --time-parallel: only `off` exists so far (`auto` picks it). False after saying so.
-bool timeParallelSupported(const CommonOptions &o) {
-  if (o.timeParallel == "off" || o.timeParallel == "auto") return true;
-  fmt::print(stderr, "rnnc: error: --time-parallel {}: parallel scans over time are not implemented yet; "
-                     "use off (or auto, which picks off)\n", o.timeParallel);
-  return false;
+TimeParallelOptions timeParallelOf(const CommonOptions &o) {
+  TimeParallelOptions t;
+  t.mode = o.timeParallel == "off"    ? TimeParallelMode::Off
+           : o.timeParallel == "scan" ? TimeParallelMode::Scan
+           : o.timeParallel == "newton" ? TimeParallelMode::Newton
+                                        : TimeParallelMode::Auto;
+  t.newtonIterations = o.newtonIterations;
+  return t;
 }
 
 /// Lowers and runs the pipeline. Diagnostics are printed; null on an error.
-std::unique_ptr<Compilation> compile(FrontendResult &r, const Elaboration &e, bool optimize,
+std::unique_ptr<Compilation> compile(FrontendResult &r, const Elaboration &e, const CommonOptions &o,
                                      const PassObserver &observe = {}, bool backward = false) {
   auto graph = lowerToGraph(e, *r.diags);
   if (!graph) return nullptr;
@@ -73,7 +79,8 @@ std::unique_ptr<Compilation> compile(FrontendResult &r, const Elaboration &e, bo
   }
   auto c = std::make_unique<Compilation>();
   c->graph = std::move(*graph);
-  c->optimize = optimize;
+  c->optimize = !o.o0;
+  c->timeParallel = timeParallelOf(o);
   if (observe) observe("lower", *c, true);
   if (!runPipeline(*c, *r.diags, observe)) return nullptr;
   return c;
@@ -347,7 +354,7 @@ int run(int argc, char **argv) {
     try {
       if (r->ok())
         for (const auto &e : r->sema.entities)
-          if (e.complete) compile(*r, e, !checkOpts.o0);
+          if (e.complete) compile(*r, e, checkOpts);
     } catch (TooManyErrors &) {
     }
     printSummary(*r->diags);
@@ -382,7 +389,6 @@ int run(int argc, char **argv) {
     if (!pairs(runInputs, "--input", ro.inputs) || !pairs(runStates, "--state", ro.states) ||
         !pairs(runGrads, "--grad", ro.seeds))
       return kExitUserError;
-    if (!timeParallelSupported(runOpts)) return kExitUserError;
     ro.compiled = runEngine == "compiled";
     ro.cuda = runCuda;
     if (ro.compiled) {
@@ -393,6 +399,7 @@ int run(int argc, char **argv) {
       return kExitUserError;
     }
     ro.optimize = !runOpts.o0;
+    ro.timeParallel = timeParallelOf(runOpts);
     ro.maxMemory = runMaxMemory;
     auto r = readFile(runOpts);
     if (!r || !r->ok()) {
@@ -412,7 +419,6 @@ int run(int argc, char **argv) {
     return runGraph(std::move(*g), ro);
   }
   if (compileCmd->parsed()) {
-    if (!timeParallelSupported(compileOpts)) return kExitUserError;
     if (compileJit && compileTarget == "cpu") {
       fmt::print(stderr, "rnnc: error: --jit goes with --target cuda (it puts the CUDA kernels in a string for NVRTC)\n");
       return kExitUserError;
@@ -430,7 +436,7 @@ int run(int argc, char **argv) {
     if (!e) return kExitUserError;
     std::unique_ptr<Compilation> c;
     try {
-      c = compile(*r, *e, !compileOpts.o0, {}, true);
+      c = compile(*r, *e, compileOpts, {}, true);
     } catch (TooManyErrors &) {
     }
     printSummary(*r->diags);
@@ -476,20 +482,22 @@ int run(int argc, char **argv) {
     return true;
   };
   if (trainCmd->parsed()) {
-    if (!timeParallelSupported(trainOpts) || !dimsOf(trainOpts, tc.dims)) return kExitUserError;
+    if (!dimsOf(trainOpts, tc.dims)) return kExitUserError;
     tc.device = resolveDevice(trainDevice);
     if (tc.device.empty()) return kExitUserError;
     tc.file = trainOpts.file;
     tc.entry = trainOpts.entry;
     tc.optimize = !trainOpts.o0;
+    tc.timeParallel = timeParallelOf(trainOpts);
     tc.color = ::isatty(STDERR_FILENO) && !std::getenv("NO_COLOR");
     return trainCommand(tc);
   }
   if (benchCmd->parsed()) {
-    if (!timeParallelSupported(benchOpts) || !dimsOf(benchOpts, bc.dims)) return kExitUserError;
+    if (!dimsOf(benchOpts, bc.dims)) return kExitUserError;
     bc.device = resolveDevice(benchDevice);
     if (bc.device.empty()) return kExitUserError;
     if (benchOpts.o0) bc.onlyOptimized = false;
+    bc.timeParallel = timeParallelOf(benchOpts);
     bc.file = benchOpts.file;
     bc.entry = benchOpts.entry;
     bc.color = ::isatty(STDERR_FILENO) && !std::getenv("NO_COLOR");
@@ -567,9 +575,9 @@ int run(int argc, char **argv) {
       };
       std::unique_ptr<Compilation> c, withBackward;
       try {
-        c = compile(*r, *e, !showOpts.o0, observe, backward);
+        c = compile(*r, *e, showOpts, observe, backward);
         // The stats (and the page's kernels) always count the backward pass too.
-        if (c && (stats || html)) withBackward = backward ? nullptr : compile(*r, *e, !showOpts.o0, {}, true);
+        if (c && (stats || html)) withBackward = backward ? nullptr : compile(*r, *e, showOpts, {}, true);
       } catch (TooManyErrors &) {
       }
       printSummary(*r->diags);

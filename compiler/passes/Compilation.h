@@ -47,9 +47,27 @@ struct MemoryPlan {
   int buffers = 0;
 };
 
+/// `--time-parallel`: which loops may run in parallel over time.
+enum class TimeParallelMode : uint8_t {
+  Off,    // every loop step by step
+  Scan,   // affine loops with a (block-)diagonal Jacobian as parallel scans
+  Newton, // those, and nonlinear ones with such a Jacobian as Newton iterations of scans
+  Auto    // both, each chosen at run time by the cost model over T, B·n and the iterations
+};
+
+struct TimeParallelOptions {
+  TimeParallelMode mode = TimeParallelMode::Auto;
+  int newtonIterations = 3;
+};
+
+/// How one loop runs (per TimeClasses loop).
+enum class LoopPlan : uint8_t { Sequential, Scan, Newton };
+
 struct Compilation {
   Graph graph;
   bool optimize = true; // false: -O0
+  TimeParallelOptions timeParallel;
+  std::vector<LoopPlan> loopPlans; // per TimeClasses loop (plan-time-parallel; all Sequential at -O0 or Off)
   TimeClasses time;
   Schedule schedule;
   MemoryPlan memory;

@@ -13,7 +13,8 @@
 // chains sink whole): it fuses into the loop's kernel instead of taking a
 // pass over all steps and a buffer for all of them (the bias sum beside a
 // hoisted GEMM, the 1 - s factors of BPTT). Its inputs are all time-parallel,
-// so they are ready before the loop starts.
+// so they are ready before the loop starts. Nothing sinks into a loop that
+// runs as a scan: its step then holds only what depends on its state.
 #include "passes/FusePointwise.h"
 
 #include "ir/Order.h"
@@ -35,7 +36,7 @@ namespace {
 
 /// The loop each node runs in: its own, or the loop it sinks into (-1: none).
 std::vector<int> loopsAfterSinking(const Graph &g, const TimeClasses &time, const std::vector<NodeId> &order,
-                                   bool optimize) {
+                                   bool optimize, const std::vector<LoopPlan> &plans) {
   std::vector<int> loop(g.nodes.size(), -1);
   for (NodeId id = 0; id < g.nodes.size(); ++id) loop[id] = g.node(id).dead ? -1 : time.loopOf[id];
   if (!optimize) return loop;
@@ -49,7 +50,8 @@ std::vector<int> loopsAfterSinking(const Graph &g, const TimeClasses &time, cons
     int target = -2;
     for (auto [user, slot] : users[id]) {
       int l = loop[user];
-      bool ok = l >= 0 && g.node(user).inputs[slot].delay == 0 && g.node(user).backward == n.backward &&
+      bool sequential = l >= 0 && (static_cast<size_t>(l) >= plans.size() || plans[l] == LoopPlan::Sequential);
+      bool ok = sequential && g.node(user).inputs[slot].delay == 0 && g.node(user).backward == n.backward &&
                 (target == -2 || target == l);
       target = ok ? l : -1;
       if (!ok) break;
@@ -69,7 +71,7 @@ void fusePointwise(Compilation &c) {
   std::vector<int> phase(g.nodes.size(), 0);
   std::vector<int> stageIndex(g.nodes.size(), -1);
   std::vector<NodeId> order = dataflowOrder(g, time);
-  std::vector<int> loopOf = loopsAfterSinking(g, time, order, c.optimize);
+  std::vector<int> loopOf = loopsAfterSinking(g, time, order, c.optimize, c.loopPlans);
   for (NodeId id : order) {
     const Node &n = g.node(id);
     if (opKind(n.op) == OpKind::Leaf) continue;

@@ -6,6 +6,7 @@
 #include "passes/FusePointwise.h"
 #include "passes/HoistTimeParallel.h"
 #include "passes/PlanMemory.h"
+#include "passes/PlanTimeParallel.h"
 #include "passes/Schedule.h"
 #include "passes/StackGemms.h"
 
@@ -42,6 +43,9 @@ bool runPipeline(Compilation &c, DiagnosticEngine &diags, const PassObserver &ob
     if (changed) c.time = classifyTime(c.graph);
     done("stack-gemms", changed);
   }
+  // Loops affine (or nonlinear) in a state with a diagonal step Jacobian run as parallel scans (or
+  // Newton iterations of scans), as --time-parallel allows; nothing sinks into them.
+  planTimeParallel(c);
   // Pointwise work between GEMMs fuses into one kernel per stage (-O0: a launch per op).
   fusePointwise(c);
   done("fuse-pointwise", c.optimize);

@@ -7,12 +7,16 @@
 #include "rnnc/workspace.h"
 
 #include <cblas.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <cstdlib>
 #include <string>
 
 namespace rnnc::cpu {
@@ -99,5 +103,54 @@ template <class E> inline void copy_rows(E *a, int64_t first, const E *src, int6
 /// `rows` rows of a from row `first` copied out.
 template <class E> inline void read_rows(const E *a, int64_t first, int64_t rows, int64_t B, int64_t width, E *out) {
   std::copy_n(a + first * B * width, rows * B * width, out);
+}
+
+// Loops run in parallel over time (docs/time-parallel.md).
+
+/// The chunks a loop of T steps is cut into: at most 64 (the rows of its
+/// scratch), each at least two steps; 0 where the loop runs step by step.
+/// `guarded` (--time-parallel auto): also 0 where the cost model expects the
+/// steps to be faster, from `elements` (B·n·k state values a step), Newton's
+/// `iterations` (0: a scan) and the threads OpenMP would use.
+inline int64_t scan_chunks(int64_t T, int64_t elements, int iterations, bool guarded) {
+  const int64_t chunks = std::min<int64_t>(64, T / 2);
+  if (chunks < 2) return 0;
+  if (!guarded) return chunks;
+#ifdef _OPENMP
+  const double threads = omp_get_max_threads();
+#else
+  const double threads = 1;
+#endif
+  // In element-steps: a step costs its elements plus a launch's overhead; the
+  // steps' launches split rows across threads only past a thread team's worth.
+  constexpr double kLaunch = 200, kNestedLaunch = 50, kTeamWork = double(1 << 18);
+  const double e = double(elements);
+  const double sequential = double(T) * (e / (e >= kTeamWork ? threads : 1) + kLaunch);
+  const double passes = iterations ? 4.0 * iterations + 1.5 : 2.5; // coefficients, compose, apply, the exact steps
+  const double parallel = double(T) * (e * passes + kNestedLaunch) / threads + double(chunks) * e;
+  return parallel < sequential ? chunks : 0;
+}
+
+/// max_i |a[i] - b[i]| / (1 + |a[i]|) over n elements (NaN where either is).
+template <class E> inline double relative_gap(const E *a, const E *b, int64_t n) {
+  double gap = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double d = std::fabs(double(a[i]) - double(b[i])) / (1 + std::fabs(double(a[i])));
+    if (!(d <= gap)) gap = d; // NaN sticks
+  }
+  return gap;
+}
+
+/// Whether Newton's answer stands: each chunk's exact end within the
+/// tolerance (1e-4 in float, 1e-9 in double) of the guess the next chunk
+/// started from. With RNNC_SCAN_REPORT set, says so on stderr.
+inline bool newton_kept(const char *loop, int iterations, double residual, size_t real_bytes) {
+  const double tolerance = real_bytes == sizeof(float) ? 1e-4 : 1e-9;
+  const bool kept = residual <= tolerance;
+  static const bool report = std::getenv("RNNC_SCAN_REPORT") != nullptr;
+  if (report)
+    std::fprintf(stderr, "rnnc: newton (%s): %d iterations, residual %.3g: %s\n", loop, iterations, residual,
+                 kept ? "kept" : "not converged, ran step by step");
+  return kept;
 }
 } // namespace rnnc::cpu

@@ -1,0 +1,21 @@
+// plan-time-parallel: how each loop runs under `--time-parallel`. A loop the
+// recurrence classes make a scan (or Newton) candidate runs that way when the
+// mode allows it and its step is one the scan printers handle: pointwise ops
+// of one width over states read one step back; any other loop runs step by
+// step, with the reason kept for `show --schedule`.
+#pragma once
+
+#include "passes/Compilation.h"
+
+#include <string>
+#include <vector>
+
+namespace rnnc {
+
+/// Fills c.loopPlans (one per loop of c.time); `reasons` (optional) gets, per
+/// loop, why a candidate stays sequential ("" where it does not).
+void planTimeParallel(Compilation &c, std::vector<std::string> *reasons = nullptr);
+
+const char *loopPlanName(LoopPlan plan); // "sequential", "scan", "newton"
+
+} // namespace rnnc
