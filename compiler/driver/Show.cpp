@@ -1,6 +1,7 @@
 #include "driver/Show.h"
 
 #include "analysis/Recurrence.h"
+#include "passes/PlanTimeParallel.h"
 #include "ir/Printer.h"
 
 #include <fmt/format.h>
@@ -53,6 +54,21 @@ std::string kernelSummary(const Graph &g, const Kernel &k) {
 
 } // namespace
 
+/// "  runs: as a parallel scan, ..." under a loop's recurrence line ("" for
+/// a loop no plan applies to).
+static std::string runsAs(const Compilation &c, int loop, const std::string &reason) {
+  LoopPlan plan = static_cast<size_t>(loop) < c.loopPlans.size() ? c.loopPlans[loop] : LoopPlan::Sequential;
+  bool guarded = c.timeParallel.mode == TimeParallelMode::Auto;
+  const char *when = guarded ? " where T and B·n make it faster (auto)" : "";
+  switch (plan) {
+  case LoopPlan::Scan: return fmt::format("  runs: as a parallel scan over time{}\n", when);
+  case LoopPlan::Newton:
+    return fmt::format("  runs: by {} Newton iterations of parallel scans{}\n", c.timeParallel.newtonIterations, when);
+  case LoopPlan::Sequential: break;
+  }
+  return reason.empty() ? "" : fmt::format("  runs: step by step: {}\n", reason);
+}
+
 std::string scheduleText(const Compilation &c, const SourceManager &sm) {
   const Graph &g = c.graph;
   std::string out = fmt::format("schedule {}{}: {} stage{}, {} stream{}\n", g.name, c.optimize ? "" : " (-O0)",
@@ -60,7 +76,9 @@ std::string scheduleText(const Compilation &c, const SourceManager &sm) {
                                 c.schedule.streams, c.schedule.streams == 1 ? "" : "s");
   // What each loop could become (-O0 runs no analysis).
   std::vector<RecurrenceClass> classes;
+  std::vector<std::string> reasons;
   if (c.optimize) classes = classifyRecurrences(g, c.time);
+  chooseLoopPlans(c, &reasons);
   int launch = 0;
   for (size_t s = 0; s < c.schedule.stages.size(); ++s) {
     const Stage &st = c.schedule.stages[s];
@@ -74,8 +92,10 @@ std::string scheduleText(const Compilation &c, const SourceManager &sm) {
     if (!deps.empty()) out += fmt::format(", after {}", deps);
     if (!waits.empty()) out += fmt::format(", waits on an event of {}", waits);
     out += "\n";
-    if (st.loop && st.loopIndex >= 0 && static_cast<size_t>(st.loopIndex) < classes.size())
+    if (st.loop && st.loopIndex >= 0 && static_cast<size_t>(st.loopIndex) < classes.size()) {
       out += fmt::format("  recurrence: {}\n", recurrenceSummary(g, classes[st.loopIndex]));
+      out += runsAs(c, st.loopIndex, reasons[st.loopIndex]);
+    }
     for (const Kernel &k : st.kernels) {
       out += fmt::format("  {} k{}: {}", k.gemm ? "gemm  " : "kernel", launch++, kernelSummary(g, k));
       std::string eq = equationLines(g, k.nodes, sm);

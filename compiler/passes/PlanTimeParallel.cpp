@@ -48,24 +48,35 @@ std::string unsupported(const Graph &g, const RecurrentLoop &loop, const TimeCla
 
 } // namespace
 
-void planTimeParallel(Compilation &c, std::vector<std::string> *reasons) {
-  c.loopPlans.assign(c.time.loops.size(), LoopPlan::Sequential);
+void planTimeParallel(Compilation &c) { c.loopPlans = chooseLoopPlans(c); }
+
+std::vector<LoopPlan> chooseLoopPlans(const Compilation &c, std::vector<std::string> *reasons) {
+  std::vector<LoopPlan> plans(c.time.loops.size(), LoopPlan::Sequential);
   if (reasons) reasons->assign(c.time.loops.size(), "");
-  if (!c.optimize || c.timeParallel.mode == TimeParallelMode::Off) return;
+  if (!c.optimize) return plans;
   std::vector<RecurrenceClass> classes = classifyRecurrences(c.graph, c.time);
   for (size_t l = 0; l < classes.size(); ++l) {
     TimeParallelPlan candidate = classes[l].plan();
     LoopPlan plan = LoopPlan::Sequential;
     if (candidate == TimeParallelPlan::Scan) plan = LoopPlan::Scan;
-    if (candidate == TimeParallelPlan::Newton && c.timeParallel.mode != TimeParallelMode::Scan) plan = LoopPlan::Newton;
+    if (candidate == TimeParallelPlan::Newton) plan = LoopPlan::Newton;
     if (plan == LoopPlan::Sequential) continue;
+    if (c.timeParallel.mode == TimeParallelMode::Off) {
+      if (reasons) (*reasons)[l] = "--time-parallel off";
+      continue;
+    }
+    if (plan == LoopPlan::Newton && c.timeParallel.mode == TimeParallelMode::Scan) {
+      if (reasons) (*reasons)[l] = "--time-parallel scan (Newton needs newton or auto)";
+      continue;
+    }
     std::string why = unsupported(c.graph, c.time.loops[l], c.time, static_cast<int>(l), classes[l]);
     if (!why.empty()) {
       if (reasons) (*reasons)[l] = why;
       continue;
     }
-    c.loopPlans[l] = plan;
+    plans[l] = plan;
   }
+  return plans;
 }
 
 } // namespace rnnc

@@ -12,9 +12,13 @@
 
 namespace rnnc {
 
-/// Fills c.loopPlans (one per loop of c.time); `reasons` (optional) gets, per
-/// loop, why a candidate stays sequential ("" where it does not).
-void planTimeParallel(Compilation &c, std::vector<std::string> *reasons = nullptr);
+/// The plan of each loop of c.time under c.timeParallel; `reasons`
+/// (optional) gets, per loop, why a candidate runs step by step ("" where it
+/// does not, or is no candidate).
+std::vector<LoopPlan> chooseLoopPlans(const Compilation &c, std::vector<std::string> *reasons = nullptr);
+
+/// c.loopPlans = chooseLoopPlans(c).
+void planTimeParallel(Compilation &c);
 
 const char *loopPlanName(LoopPlan plan); // "sequential", "scan", "newton"
 

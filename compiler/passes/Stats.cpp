@@ -22,9 +22,7 @@ int64_t nodeFlops(const Graph &g, NodeId id) {
 
 Stats computeStats(const Compilation &c) {
   Stats s;
-  // Scan and Newton candidates (-O0 runs no analysis, so none there).
-  std::vector<RecurrenceClass> classes;
-  if (c.optimize) classes = classifyRecurrences(c.graph, c.time);
+  // Loops run as scans or Newton iterations (none at -O0 or --time-parallel off).
   for (const Stage &stage : c.schedule.stages) {
     int64_t flops = 0;
     for (NodeId id : stage.nodes) flops += nodeFlops(c.graph, id);
@@ -37,10 +35,10 @@ Stats computeStats(const Compilation &c) {
       d.stepLaunches += static_cast<int>(stage.kernels.size());
       d.stepGemms += gemms;
       d.flopsInLoops += flops;
-      if (stage.loopIndex >= 0 && static_cast<size_t>(stage.loopIndex) < classes.size()) {
-        TimeParallelPlan plan = classes[stage.loopIndex].plan();
-        d.scanLoops += plan == TimeParallelPlan::Scan;
-        d.newtonLoops += plan == TimeParallelPlan::Newton;
+      if (stage.loopIndex >= 0 && static_cast<size_t>(stage.loopIndex) < c.loopPlans.size()) {
+        LoopPlan plan = c.loopPlans[stage.loopIndex];
+        d.scanLoops += plan == LoopPlan::Scan;
+        d.newtonLoops += plan == LoopPlan::Newton;
       }
     } else {
       d.hoistedGemms += gemms;

@@ -13,6 +13,8 @@
                            interpreter on every sample and on random cells,
                            forward and backward, f64 and f32; its f64
                            gradients against finite differences
+  test_time_parallel.py    loops run in parallel over time (scans, Newton)
+                           equal the same loops run step by step, f64 and f32
 
 Usage: run_all.py [--rnnc PATH] [-j N] [-k SUBSTRING]
 Prints one line per case, then `N passed, M failed`; exits 1 on any failure.
@@ -36,6 +38,7 @@ import numlib as nl  # noqa: E402
 import test_compiled  # noqa: E402
 import test_directional  # noqa: E402
 import test_gradients  # noqa: E402
+import test_time_parallel  # noqa: E402
 import test_torch_semantics  # noqa: E402
 
 
@@ -51,7 +54,7 @@ def main():
         print("0 passed, 1 failed")
         return 1
     cases = []
-    for mod in (test_torch_semantics, test_gradients, test_directional, test_compiled):
+    for mod in (test_torch_semantics, test_gradients, test_directional, test_compiled, test_time_parallel):
         cases += [c for c in mod.cases(rnnc) if args.k in c[0]]
     t0 = time.time()
     passed, failed = nl.run_cases(cases, workers=args.j)
