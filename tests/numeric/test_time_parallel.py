@@ -26,7 +26,9 @@ was kept or the loop ran again step by step):
   steps' bits (the fallback) and the gradients (a reverse scan) agree;
 - indrnn, sru and adding (Newton forward, their backward loops scans: the
   adjoint) equal the steps, kept or not.
-Every rnnc here shares one fresh RNNC_CACHE, removed at the end."""
+The derived step Jacobian (Tangent.cpp) of eleven cells covering every
+differentiable op equals central differences, through Newton's residual after
+one iteration (jacobian_case). Every rnnc here shares one fresh RNNC_CACHE, removed at the end."""
 import atexit
 import os
 import shutil
@@ -162,6 +164,74 @@ def newton_case(rnnc, T, iterations, expect, tol, u=(0.2, -0.15, 0.1, 0.25), exa
     return fn
 
 
+# Cells h = f(h[t-1], x) whose step Jacobian rnnc derives (Tangent.cpp), each
+# with the same f in numpy, for jacobian_case.
+JACOBIAN_CELLS = {
+    "tanh": ("h = tanh(u * h[t-1] + x)", lambda s, x, u: np.tanh(u * s + x)),
+    "sigmoid": ("h = sigmoid(u * h[t-1] + x)", lambda s, x, u: 1 / (1 + np.exp(-(u * s + x)))),
+    "softplus": ("h = softplus(u * h[t-1] + x) - 1", lambda s, x, u: np.log1p(np.exp(u * s + x)) - 1),
+    "silu": ("h = silu(u * h[t-1] + x)", lambda s, x, u: (u * s + x) / (1 + np.exp(-(u * s + x)))),
+    "exp-abs": ("h = exp(-abs(u * h[t-1] + x))", lambda s, x, u: np.exp(-np.abs(u * s + x))),
+    "relu": ("h = relu(u * h[t-1] + x)", lambda s, x, u: np.maximum(u * s + x, 0)),
+    "hard_sigmoid": ("h = hard_sigmoid(6 * u * h[t-1] + 3 * x)",
+                     lambda s, x, u: np.clip((6 * u * s + 3 * x) / 6 + 0.5, 0, 1)),
+    "log-square": ("h = log(1 + u * h[t-1] * h[t-1]) + x", lambda s, x, u: np.log(1 + u * s * s) + x),
+    "sqrt": ("h = sqrt(1 + u * h[t-1] * h[t-1]) - x", lambda s, x, u: np.sqrt(1 + u * s * s) - x),
+    "div": ("h = x / (1 + u * h[t-1] * h[t-1])", lambda s, x, u: x / (1 + u * s * s)),
+    "min-max": ("h = max(u * h[t-1], x) + 0.5 * min(h[t-1], x)",
+                lambda s, x, u: np.maximum(u * s, x) + 0.5 * np.minimum(s, x)),
+}
+
+
+def jacobian_case(rnnc, name):
+    """The step Jacobian rnnc derives equals central differences of the step,
+    observed through Newton's residual: one iteration from the first guess
+    (the initial state h0 at every step) makes x[t] = f(h0, x_t) + J_t (x[t-1]
+    - h0), J_t = df/dh at h0; the exact steps then run from x at each chunk's
+    start, and the report prints the largest relative gap at the chunk ends.
+    numpy redoes all of it with finite differences for J (T = 8: 4 chunks of
+    2 steps) and must get the same residual to 5 digits (1e-9 absolute: the
+    finite differences' own error)."""
+    text, f = JACOBIAN_CELLS[name]
+
+    def fn():
+        work = nl.scratch("tp-jac")
+        path = cell_file(work, f"dim H = 4\ncell J(x: [H]) -> h {{\n  param u: [H]\n  {text}\n}}\n")
+        T, B, H = 8, 1, 4
+        rng = np.random.default_rng(11)
+        u = rng.uniform(0.3, 0.9, H)
+        x = rng.normal(0.0, 1.0, (T, B, H))
+        h0 = rng.normal(0.0, 0.5, (B, H))
+        runner = nl.Runner(rnnc, path, {"H": H}, work, extra=["--engine", "compiled", "--time-parallel", "newton",
+                                                             "--newton-iterations", "1"], env=_env)
+        cmd, _ = runner.cmdline({"u": u}, {"x": x}, states={"h": h0[None]}, dtype="f64")
+        p = subprocess.run(cmd, capture_output=True, text=True, env=_env)
+        if p.returncode != 0:
+            raise nl.Failure(f"rnnc exited {p.returncode}: {p.stderr.strip()}\n  {' '.join(cmd)}")
+        import re
+        m = re.search(r"residual (\S+):", p.stderr)
+        if not m:
+            raise nl.Failure(f"no Newton report in: {p.stderr.strip()}\n  {' '.join(cmd)}")
+        got = float(m.group(1))
+        eps = 1e-6
+        xs, prev = [], h0
+        for t in range(T):
+            J = (f(h0 + eps, x[t], u) - f(h0 - eps, x[t], u)) / (2 * eps)
+            prev = f(h0, x[t], u) + J * (prev - h0)
+            xs.append(prev)
+        residual = 0.0
+        for c in range(3):  # chunks 0..2 of steps [2c, 2c + 2); chunk 3's end is not checked
+            start = h0 if c == 0 else xs[2 * c - 1]
+            exact = f(f(start, x[2 * c], u), x[2 * c + 1], u)
+            residual = max(residual, float(np.max(np.abs(exact - xs[2 * c + 1]) / (1 + np.abs(exact)))))
+        if not abs(got - residual) <= 1e-5 * residual + 1e-9:  # finite differences: ~1e-10 absolute
+            raise nl.Failure(f"{name}: rnnc's residual {got!r}, numpy's with finite-difference Jacobians {residual!r}"
+                             f"\n  {' '.join(cmd)}")
+        nl.cleanup(work)
+        return f"residual {got:.6g}"
+    return fn
+
+
 def cases(rnnc):
     rng = np.random.default_rng(7)
     inside = rng.uniform(0.05, 0.95, 4)
@@ -186,6 +256,8 @@ def cases(rnnc):
     out.append(("time-parallel/newton/T-iterations-exact/T50", newton_case(rnnc, 50, 50, ": kept", 1e-12)))
     out.append(("time-parallel/newton/fallback/T300",
                 newton_case(rnnc, 300, 1, "not converged", 1e-12, u=(0.99, -0.98, 0.97, 0.99), exact=("h",))))
+    for name in JACOBIAN_CELLS:
+        out.append((f"time-parallel/jacobian/{name}", jacobian_case(rnnc, name)))
     return out
 
 

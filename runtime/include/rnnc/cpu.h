@@ -149,7 +149,7 @@ inline bool newton_kept(const char *loop, int iterations, double residual, size_
   const bool kept = residual <= tolerance;
   static const bool report = std::getenv("RNNC_SCAN_REPORT") != nullptr;
   if (report)
-    std::fprintf(stderr, "rnnc: newton (%s): %d iterations, residual %.3g: %s\n", loop, iterations, residual,
+    std::fprintf(stderr, "rnnc: newton (%s): %d iterations, residual %.9g: %s\n", loop, iterations, residual,
                  kept ? "kept" : "not converged, ran step by step");
   return kept;
 }
