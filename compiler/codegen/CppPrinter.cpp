@@ -48,7 +48,7 @@ std::string CppPrinter::fusedKernel(const KernelIR &k) {
     }
   }
   std::string out = signature(k, usesP, false);
-  out += fmt::format("#pragma omp parallel for if ((r1 - r0) * {} >= kParallelWork)\n", work);
+  if (rowsInParallel(k)) out += fmt::format("#pragma omp parallel for if ((r1 - r0) * {} >= kParallelWork)\n", work);
   out += "  for (int64_t r = r0; r < r1; ++r) {\n";
   for (auto [buffer, delay] : pointers) {
     const Buffer &b = p_.buffers[buffer];

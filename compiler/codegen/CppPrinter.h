@@ -16,6 +16,13 @@ protected:
   std::string libraryKernel(const KernelIR &k) override;
   std::string elementLoop(int64_t n, const std::string &indent, const std::string &reduction = "") const override;
   std::string math(const char *name) const override;
+  /// Whether a fused kernel splits its rows across a thread team (when it has
+  /// the work for one); a loop run in parallel over time runs its chunks at
+  /// once instead.
+  virtual bool rowsInParallel(const KernelIR &k) const {
+    (void)k;
+    return true;
+  }
 };
 
 /// The whole <model>.cpp: kernels, workspace layout, forward, backward and

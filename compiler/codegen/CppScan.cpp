@@ -24,11 +24,28 @@ namespace {
 
 /// The step at loop position `j` ("j", or "T - 1 - j" for a backward loop).
 std::string stepAt(int direction, const std::string &j) {
-  bool simple = j.find(' ') == std::string::npos;
-  return direction > 0 ? j : fmt::format(simple ? "T - 1 - {}" : "T - 1 - ({})", j);
+  if (direction > 0) return j;
+  if (j == "0") return "T - 1";
+  return fmt::format(j.find(' ') == std::string::npos ? "T - 1 - {}" : "T - 1 - ({})", j);
+}
+
+/// Row r of the step at loop position `j`: "j * B + r", "(T - 1 - j) * B + r".
+std::string rowAt(int direction, const std::string &j) {
+  std::string t = stepAt(direction, j);
+  if (t == "0") return "r";
+  bool simple = t.find(' ') == std::string::npos;
+  return fmt::format(simple ? "{} * B + r" : "({}) * B + r", t);
 }
 
 } // namespace
+
+CppScanPrinter::CppScanPrinter(const Program &p, const SourceManager &sm) : CppPrinter(p, sm) {
+  for (const StageIR &s : p.stages)
+    if (s.loop && s.scan.plan != LoopPlan::Sequential)
+      for (int k : s.kernels) inParallelLoops_.insert(&p.kernels[k]);
+}
+
+bool CppScanPrinter::rowsInParallel(const KernelIR &k) const { return !inParallelLoops_.count(&k); }
 
 std::string CppScanPrinter::functionName(const StageIR &s, int index) {
   return fmt::format("{}_{}", s.scan.plan == LoopPlan::Newton ? "newton" : "scan", index);
@@ -94,7 +111,7 @@ std::string CppScanPrinter::carries(const StageIR &s, const std::string &prefix,
   (void)prefix;
   std::string out = "  // 2. The state before each chunk: the one before the first step, then each chunk's map in turn.\n";
   out += "  for (int64_t r = 0; r < B; ++r) {\n";
-  out += fmt::format("    const int64_t q = ({}) * B + r;\n", stepAt(s.direction, "0"));
+  out += fmt::format("    const int64_t q = {};\n", rowAt(s.direction, "0"));
   out += fmt::format("    real *carry = ws.{} + r * {};\n", car.name, nk);
   for (size_t p = 0; p < k; ++p) {
     const Buffer &b = p_.buffers[scan.states[p]];
@@ -114,13 +131,36 @@ std::string CppScanPrinter::carries(const StageIR &s, const std::string &prefix,
   out += "      }\n    }\n";
   if (!intoState) return out;
   out += "  for (int64_t c = 1; c < chunks; ++c)\n    for (int64_t r = 0; r < B; ++r) {\n";
-  out += fmt::format("      const int64_t q = ({}) * B + r;\n", stepAt(s.direction, "first(c)"));
+  out += fmt::format("      const int64_t q = {};\n", rowAt(s.direction, "first(c)"));
   out += fmt::format("      const real *carry = ws.{} + (c * B + r) * {};\n", car.name, nk);
   for (size_t p = 0; p < k; ++p) {
     const Buffer &b = p_.buffers[scan.states[p]];
     out += fmt::format("      std::copy_n(carry + {}, {}, ws.{} + {});\n", p * n, n, b.name, rowOffset(b, s.direction, "q"));
   }
   return out + "    }\n";
+}
+
+/// The loop step by step: one thread team for all steps (when a step has
+/// the work for one), a step's rows split across it.
+std::string CppScanPrinter::sequentialLoop(const StageIR &s, const std::string &indent) const {
+  int64_t work = 0;
+  for (int k : s.kernels)
+    for (const Sweep &sw : p_.kernels[k].sweeps) work += sw.width * static_cast<int64_t>(sw.body.size());
+  std::string out = fmt::format("{}// The loop, step by step; a step's rows across threads when it has the work.\n", indent);
+  out += fmt::format("{}if (B * {} < kParallelWork) {{\n", indent, work);
+  out += fmt::format("{}  for (int64_t j = 0; j < T; ++j) {{\n", indent);
+  out += fmt::format("{}    const int64_t t = {};\n", indent, stepAt(s.direction, "j"));
+  out += stepCalls(s, "t", indent + "    ");
+  out += fmt::format("{}  }}\n{}}} else {{\n", indent, indent);
+  out += fmt::format("{}  #pragma omp parallel\n", indent);
+  out += fmt::format("{}  for (int64_t j = 0; j < T; ++j) {{\n", indent);
+  out += fmt::format("{}    const int64_t t = {};\n", indent, stepAt(s.direction, "j"));
+  for (int k : s.kernels) {
+    out += fmt::format("{}    #pragma omp for\n", indent);
+    out += fmt::format("{}    for (int64_t r = t * B; r < (t + 1) * B; ++r) {}(ws, P, G, B, r, r + 1);\n", indent,
+                       p_.kernels[k].name);
+  }
+  return out + indent + "  }\n" + indent + "}\n";
 }
 
 /// 3: each chunk's steps by the loop's kernels; all but the last step of each
@@ -150,7 +190,7 @@ std::string CppScanPrinter::scanBody(const StageIR &s) {
   }
   out += "      }\n";
   out += "      for (int64_t j = first(c); j < first(c + 1); ++j) {\n";
-  out += fmt::format("        const int64_t q = ({}) * B + r;\n", stepAt(s.direction, "j"));
+  out += fmt::format("        const int64_t q = {};\n", rowAt(s.direction, "j"));
   out += loadPointers(scan, s.direction, false, "        ");
   out += elementLoop(n, "        ");
   for (size_t p = 0; p < k; ++p) out += fmt::format("          const real s{} = real(0);\n", p);
@@ -177,7 +217,7 @@ std::string CppScanPrinter::newtonBody(const StageIR &s, int index) {
   const Buffer &coef = p_.buffers[scan.coefficients];
   std::string out = "  // The first guess: the state before the first step, at every step.\n";
   out += "  #pragma omp parallel for collapse(2)\n  for (int64_t t = 0; t < T; ++t)\n    for (int64_t r = 0; r < B; ++r) {\n";
-  out += fmt::format("      const int64_t q0 = ({}) * B + r, q = t * B + r;\n", stepAt(s.direction, "0"));
+  out += fmt::format("      const int64_t q0 = {}, q = t * B + r;\n", rowAt(s.direction, "0"));
   for (int b : scan.states) {
     const Buffer &buf = p_.buffers[b];
     out += fmt::format("      std::copy_n(ws.{} + {}, {}, ws.{} + {});\n", buf.name, rowOffset(buf, s.direction, "q0"), n,
@@ -216,7 +256,7 @@ std::string CppScanPrinter::newtonBody(const StageIR &s, int index) {
   }
   out += "        }\n";
   out += "        for (int64_t j = first(c); j < first(c + 1); ++j) {\n";
-  out += fmt::format("          const real *cf = ws.{} + (({}) * B + r) * {};\n", coef.name, stepAt(s.direction, "j"), W);
+  out += fmt::format("          const real *cf = ws.{} + ({}) * {};\n", coef.name, rowAt(s.direction, "j"), W);
   out += elementLoop(n, "          ");
   for (size_t p = 0; p < k; ++p) {
     for (size_t q = 0; q < k; ++q)
@@ -239,7 +279,7 @@ std::string CppScanPrinter::newtonBody(const StageIR &s, int index) {
   out += "    #pragma omp parallel for collapse(2)\n    for (int64_t c = 0; c < chunks; ++c)\n";
   out += "      for (int64_t r = 0; r < B; ++r)\n";
   out += "        for (int64_t j = first(c); j < first(c + 1); ++j) {\n";
-  out += fmt::format("          const int64_t q = ({}) * B + r;\n", stepAt(s.direction, "j"));
+  out += fmt::format("          const int64_t q = {};\n", rowAt(s.direction, "j"));
   out += fmt::format("          const real *cf = ws.{} + q * {};\n", coef.name, W);
   for (size_t p = 0; p < k; ++p) {
     const Buffer &b = p_.buffers[scan.states[p]];
@@ -260,7 +300,7 @@ std::string CppScanPrinter::newtonBody(const StageIR &s, int index) {
          "  // the next chunk started from.\n";
   out += chunkSteps(s);
   out += "  for (int64_t c = 0; c + 1 < chunks; ++c)\n    for (int64_t r = 0; r < B; ++r) {\n";
-  out += fmt::format("      const int64_t q = ({}) * B + r;\n", stepAt(s.direction, "first(c + 1) - 1"));
+  out += fmt::format("      const int64_t q = {};\n", rowAt(s.direction, "first(c + 1) - 1"));
   for (size_t p = 0; p < k; ++p) {
     const Buffer &b = p_.buffers[scan.states[p]];
     out += fmt::format("      std::copy_n(ws.{} + {}, {}, ws.{} + (c * B + r) * {} + {});\n", b.name, rowOffset(b, 0, "q"), n,
@@ -272,7 +312,7 @@ std::string CppScanPrinter::newtonBody(const StageIR &s, int index) {
   out += stepCalls(s, "t", "    ") + "  }\n";
   out += "  double residual = 0;\n";
   out += "  for (int64_t c = 0; c + 1 < chunks; ++c)\n    for (int64_t r = 0; r < B; ++r) {\n";
-  out += fmt::format("      const int64_t q = ({}) * B + r;\n", stepAt(s.direction, "first(c + 1) - 1"));
+  out += fmt::format("      const int64_t q = {};\n", rowAt(s.direction, "first(c + 1) - 1"));
   out += fmt::format("      const real *guess = ws.{} + (c * B + r) * {};\n", car.name, nk);
   for (size_t p = 0; p < k; ++p) {
     const Buffer &b = p_.buffers[scan.states[p]];
@@ -281,9 +321,7 @@ std::string CppScanPrinter::newtonBody(const StageIR &s, int index) {
   }
   out += "    }\n";
   out += fmt::format("  if (newton_kept(\"stage {}\", {}, residual, sizeof(real))) return;\n", index, scan.iterations);
-  out += "  // Not converged: the loop again, step by step.\n";
-  out += fmt::format("  for (int64_t j = 0; j < T; ++j) {{\n    const int64_t t = {};\n", stepAt(s.direction, "j"));
-  out += stepCalls(s, "t", "    ") + "  }\n";
+  out += "  // Not converged: the loop again, step by step.\n" + sequentialLoop(s, "  ");
   return out;
 }
 
@@ -307,9 +345,7 @@ std::string CppScanPrinter::stageFunction(const StageIR &s, int index) {
                      functionName(s, index));
   out += fmt::format("  const int64_t chunks = scan_chunks(T, B * {}, {}, {});\n", scan.width * static_cast<int64_t>(scan.states.size()),
                      scan.iterations, scan.guarded ? "true" : "false");
-  out += "  if (chunks < 2) { // the loop, step by step\n";
-  out += fmt::format("    for (int64_t j = 0; j < T; ++j) {{\n      const int64_t t = {};\n", stepAt(s.direction, "j"));
-  out += stepCalls(s, "t", "      ") + "    }\n    return;\n  }\n";
+  out += "  if (chunks < 2) {\n" + sequentialLoop(s, "    ") + "    return;\n  }\n";
   out += "  // Chunk c holds the loop's steps first(c) .. first(c + 1) - 1, in the loop's order.\n";
   out += "  const int64_t len = T / chunks, extra = T % chunks;\n";
   out += "  auto first = [&](int64_t c) { return c * len + std::min(c, extra); };\n";

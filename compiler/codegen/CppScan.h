@@ -5,11 +5,13 @@
 
 #include "codegen/CppPrinter.h"
 
+#include <set>
+
 namespace rnnc::codegen {
 
 class CppScanPrinter : public CppPrinter {
 public:
-  using CppPrinter::CppPrinter;
+  CppScanPrinter(const Program &p, const SourceManager &sm);
 
   /// The name of stage `index`'s function ("scan_2", "newton_3").
   static std::string functionName(const StageIR &s, int index);
@@ -17,12 +19,17 @@ public:
   /// for stage `index` (a scan or Newton plan), with its comment.
   std::string stageFunction(const StageIR &s, int index);
 
+protected:
+  bool rowsInParallel(const KernelIR &k) const override;
+
 private:
+  std::set<const KernelIR *> inParallelLoops_; // kernels of loops run in parallel over time
   std::string stepCalls(const StageIR &s, const std::string &t, const std::string &indent) const;
   std::string loadPointers(const ScanIR &scan, int direction, bool states, const std::string &indent) const;
   std::string compose(const ScanIR &scan, const std::string &acc, const std::string &indent) const;
   std::string carries(const StageIR &s, const std::string &source, bool intoState) const;
   std::string chunkSteps(const StageIR &s) const;
+  std::string sequentialLoop(const StageIR &s, const std::string &indent) const;
   std::string scanBody(const StageIR &s);
   std::string newtonBody(const StageIR &s, int index);
 };

@@ -111,23 +111,32 @@ template <class E> inline void read_rows(const E *a, int64_t first, int64_t rows
 /// scratch), each at least two steps; 0 where the loop runs step by step.
 /// `guarded` (--time-parallel auto): also 0 where the cost model expects the
 /// steps to be faster, from `elements` (B·n·k state values a step), Newton's
-/// `iterations` (0: a scan) and the threads OpenMP would use.
+/// `iterations` (0: a scan) and the threads OpenMP would use. The
+/// environment's RNNC_TIME_PARALLEL=off runs every such loop step by step.
 inline int64_t scan_chunks(int64_t T, int64_t elements, int iterations, bool guarded) {
+  static const bool off = [] {
+    const char *v = std::getenv("RNNC_TIME_PARALLEL");
+    return v && std::strcmp(v, "off") == 0;
+  }();
   const int64_t chunks = std::min<int64_t>(64, T / 2);
-  if (chunks < 2) return 0;
+  if (chunks < 2 || off) return 0;
   if (!guarded) return chunks;
 #ifdef _OPENMP
   const double threads = omp_get_max_threads();
 #else
   const double threads = 1;
 #endif
-  // In element-steps: a step costs its elements plus a launch's overhead; the
-  // steps' launches split rows across threads only past a thread team's worth.
-  constexpr double kLaunch = 200, kNestedLaunch = 50, kTeamWork = double(1 << 18);
+  // In nanoseconds, measured on the 2-core machine of docs/benchmarks/time-parallel-cpu.md: a state
+  // element costs about 1 per pass over it; a step about 15 more on one thread, or a barrier (1000) when
+  // its rows are split across threads (past kTeamWork elements); each parallel phase a fork and join.
+  constexpr double kStep = 15, kBarrier = 1000, kRegion = 2000, kTeamWork = double(1 << 17);
   const double e = double(elements);
-  const double sequential = double(T) * (e / (e >= kTeamWork ? threads : 1) + kLaunch);
-  const double passes = iterations ? 4.0 * iterations + 1.5 : 2.5; // coefficients, compose, apply, the exact steps
-  const double parallel = double(T) * (e * passes + kNestedLaunch) / threads + double(chunks) * e;
+  const double sequential = double(T) * (e >= kTeamWork ? e / threads + kBarrier : e + kStep);
+  // Passes over every step: a scan composes the chunks, then runs them; Newton linearizes, composes
+  // and applies each iteration (about 4 passes' worth), then runs the exact steps.
+  const double passes = iterations ? 4.0 * iterations + 1.5 : 2.0;
+  const double regions = iterations ? 3.0 * iterations + 3 : 3;
+  const double parallel = double(T) * (e * passes + kStep) / threads + double(chunks) * e + regions * kRegion;
   return parallel < sequential ? chunks : 0;
 }
 
