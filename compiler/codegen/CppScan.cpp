@@ -320,7 +320,10 @@ std::string CppScanPrinter::newtonBody(const StageIR &s, int index) {
                        rowOffset(b, 0, "q"), p * n, n);
   }
   out += "    }\n";
-  out += fmt::format("  if (newton_kept(\"stage {}\", {}, residual, sizeof(real))) return;\n", index, scan.iterations);
+  int ordinal = 0;
+  for (int at = 0; at <= index; ++at) ordinal += p_.stages[static_cast<size_t>(at)].backward == s.backward;
+  out += fmt::format("  if (newton_kept(\"{} stage {}\", {}, residual, sizeof(real))) return;\n",
+                     s.backward ? "backward" : "forward", ordinal, scan.iterations);
   out += "  // Not converged: the loop again, step by step.\n" + sequentialLoop(s, "  ");
   return out;
 }
@@ -330,8 +333,10 @@ std::string CppScanPrinter::stageFunction(const StageIR &s, int index) {
   bool newton = scan.plan == LoopPlan::Newton;
   std::string names;
   for (int b : scan.states) names += (names.empty() ? "" : ", ") + p_.buffers[b].name;
-  std::string out = fmt::format("// {}: stage {}'s loop (t = {}) {}.\n", functionName(s, index), index,
-                                s.direction > 0 ? "0 .. T-1" : "T-1 .. 0",
+  int ordinal = 0; // the stage's number in forward's or backward's "// Stage N" comments
+  for (int at = 0; at <= index; ++at) ordinal += p_.stages[static_cast<size_t>(at)].backward == s.backward;
+  std::string out = fmt::format("// {}: the loop of {} stage {} (t = {}) {}.\n", functionName(s, index),
+                                s.backward ? "backward" : "forward", ordinal, s.direction > 0 ? "0 .. T-1" : "T-1 .. 0",
                                 newton ? "by Newton iterations, each a parallel scan over time"
                                        : "as a parallel scan over time, in chunks");
   KernelIR all; // the equations of the loop's kernels
