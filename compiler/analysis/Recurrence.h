@@ -4,9 +4,8 @@
 // diagonals, dense), from which a parallel-over-time plan follows: affine with
 // a (block-)diagonal Jacobian is a scan candidate, nonlinear with one a Newton
 // candidate, a dense Jacobian stays sequential. An analysis: it rewrites
-// nothing; its readers (`show --schedule`, `--stats`) compute it from the final
-// graph and time classes. Until scans are generated every loop still runs
-// step by step.
+// nothing; plan-time-parallel turns candidates into plans (PlanTimeParallel.h)
+// and `show --schedule` prints it.
 #pragma once
 
 #include "analysis/TimeClasses.h"
@@ -32,7 +31,7 @@ enum class JacobianShape : uint8_t {
   Dense          // a GEMM, a reduction or a broadcast over the state, or large groups
 };
 
-/// What the class allows (code generation is still sequential for all three).
+/// What the class allows (passes/PlanTimeParallel.h decides what runs).
 enum class TimeParallelPlan : uint8_t { Scan, Newton, Sequential };
 
 struct RecurrenceClass {

@@ -17,8 +17,8 @@ struct DirectionStats {
   int hoistedGemms = 0;
   int64_t flopsInLoops = 0; // per step and sequence
   int64_t flopsHoisted = 0;
-  int scanLoops = 0;   // loops that are scan candidates (analysis/Recurrence.h); still sequential
-  int newtonLoops = 0; // loops that are Newton candidates
+  int scanLoops = 0;   // loops that run as parallel scans (passes/PlanTimeParallel.h)
+  int newtonLoops = 0; // loops that run as Newton iterations of scans
 };
 
 struct Stats {
