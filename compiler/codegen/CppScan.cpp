@@ -101,43 +101,44 @@ std::string CppScanPrinter::compose(const ScanIR &scan, const std::string &acc, 
 
 /// 2: the carries, from the state before the first step and the aggregates;
 /// `intoState`: also written to the state buffers before each chunk.
-std::string CppScanPrinter::carries(const StageIR &s, const std::string &prefix, bool intoState) const {
+std::string CppScanPrinter::carries(const StageIR &s, const std::string &indent, bool intoState,
+                                    const std::string &label) const {
   const ScanIR &scan = s.scan;
   const size_t k = scan.states.size();
   const int64_t n = scan.width;
   const int64_t W = n * static_cast<int64_t>(k * k + k), nk = n * static_cast<int64_t>(k);
   const Buffer &agg = p_.buffers[scan.aggregates];
   const Buffer &car = p_.buffers[scan.carries];
-  (void)prefix;
-  std::string out = "  // 2. The state before each chunk: the one before the first step, then each chunk's map in turn.\n";
-  out += "  for (int64_t r = 0; r < B; ++r) {\n";
-  out += fmt::format("    const int64_t q = {};\n", rowAt(s.direction, "0"));
-  out += fmt::format("    real *carry = ws.{} + r * {};\n", car.name, nk);
+  const std::string in2 = indent + "  ", in3 = indent + "    ", in4 = indent + "      ";
+  std::string out = indent + "// " + label + " The state before each chunk: the one before the first step, then each chunk's map in turn.\n";
+  out += fmt::format("{}for (int64_t r = 0; r < B; ++r) {{\n", indent);
+  out += fmt::format("{}const int64_t q = {};\n", in2, rowAt(s.direction, "0"));
+  out += fmt::format("{}real *carry = ws.{} + r * {};\n", in2, car.name, nk);
   for (size_t p = 0; p < k; ++p) {
     const Buffer &b = p_.buffers[scan.states[p]];
-    out += fmt::format("    std::copy_n(ws.{} + {}, {}, carry + {});\n", b.name, rowOffset(b, s.direction, "q"), n, p * n);
+    out += fmt::format("{}std::copy_n(ws.{} + {}, {}, carry + {});\n", in2, b.name, rowOffset(b, s.direction, "q"), n, p * n);
   }
-  out += "  }\n";
-  out += "  for (int64_t c = 1; c < chunks; ++c)\n    for (int64_t r = 0; r < B; ++r) {\n";
-  out += fmt::format("      const real *acc = ws.{} + ((c - 1) * B + r) * {};\n", agg.name, W);
-  out += fmt::format("      const real *from = ws.{} + ((c - 1) * B + r) * {};\n", car.name, nk);
-  out += fmt::format("      real *to = ws.{} + (c * B + r) * {};\n", car.name, nk);
-  out += elementLoop(n, "      ");
+  out += indent + "}\n";
+  out += fmt::format("{}for (int64_t c = 1; c < chunks; ++c)\n{}for (int64_t r = 0; r < B; ++r) {{\n", indent, in2);
+  out += fmt::format("{}const real *acc = ws.{} + ((c - 1) * B + r) * {};\n", in3, agg.name, W);
+  out += fmt::format("{}const real *from = ws.{} + ((c - 1) * B + r) * {};\n", in3, car.name, nk);
+  out += fmt::format("{}real *to = ws.{} + (c * B + r) * {};\n", in3, car.name, nk);
+  out += elementLoop(n, in3);
   for (size_t p = 0; p < k; ++p) {
     std::string sum;
     for (size_t q = 0; q < k; ++q) sum += fmt::format("acc[{} + i] * from[{} + i] + ", (p * k + q) * n, q * n);
-    out += fmt::format("        to[{} + i] = {}acc[{} + i];\n", p * n, sum, (k * k + p) * n);
+    out += fmt::format("{}to[{} + i] = {}acc[{} + i];\n", in4, p * n, sum, (k * k + p) * n);
   }
-  out += "      }\n    }\n";
+  out += in3 + "}\n" + in2 + "}\n";
   if (!intoState) return out;
-  out += "  for (int64_t c = 1; c < chunks; ++c)\n    for (int64_t r = 0; r < B; ++r) {\n";
-  out += fmt::format("      const int64_t q = {};\n", rowAt(s.direction, "first(c)"));
-  out += fmt::format("      const real *carry = ws.{} + (c * B + r) * {};\n", car.name, nk);
+  out += fmt::format("{}for (int64_t c = 1; c < chunks; ++c)\n{}for (int64_t r = 0; r < B; ++r) {{\n", indent, in2);
+  out += fmt::format("{}const int64_t q = {};\n", in3, rowAt(s.direction, "first(c)"));
+  out += fmt::format("{}const real *carry = ws.{} + (c * B + r) * {};\n", in3, car.name, nk);
   for (size_t p = 0; p < k; ++p) {
     const Buffer &b = p_.buffers[scan.states[p]];
-    out += fmt::format("      std::copy_n(carry + {}, {}, ws.{} + {});\n", p * n, n, b.name, rowOffset(b, s.direction, "q"));
+    out += fmt::format("{}std::copy_n(carry + {}, {}, ws.{} + {});\n", in3, p * n, n, b.name, rowOffset(b, s.direction, "q"));
   }
-  return out + "    }\n";
+  return out + in2 + "}\n";
 }
 
 /// The loop step by step: one thread team for all steps (when a step has
@@ -173,31 +174,43 @@ std::string CppScanPrinter::chunkSteps(const StageIR &s) const {
   return out;
 }
 
-std::string CppScanPrinter::scanBody(const StageIR &s) {
+/// Per chunk but the last, per row: its steps' maps composed into the
+/// aggregates. `step` declares a_P_Q and f_P at element i of row q (inside the
+/// element loop), after `setup` (before it: row pointers).
+std::string CppScanPrinter::composeChunks(const StageIR &s, const std::string &setup, const std::string &step,
+                                          const std::string &indent) const {
   const ScanIR &scan = s.scan;
   const size_t k = scan.states.size();
   const int64_t n = scan.width;
   const int64_t W = n * static_cast<int64_t>(k * k + k);
-  const Buffer &agg = p_.buffers[scan.aggregates];
-  std::string out = "  // 1. Each chunk's steps but the last chunk's, composed: state after = A state before + b.\n";
-  out += "  #pragma omp parallel for collapse(2)\n  for (int64_t c = 0; c < chunks - 1; ++c)\n";
-  out += "    for (int64_t r = 0; r < B; ++r) {\n";
-  out += fmt::format("      real *acc = ws.{} + (c * B + r) * {};\n", agg.name, W);
-  out += elementLoop(n, "      ");
+  const std::string in2 = indent + "  ", in3 = indent + "    ", in4 = indent + "      ";
+  std::string out = fmt::format("{}#pragma omp parallel for collapse(2)\n{}for (int64_t c = 0; c < chunks - 1; ++c)\n", indent,
+                                indent);
+  out += fmt::format("{}for (int64_t r = 0; r < B; ++r) {{\n", in2);
+  out += fmt::format("{}real *acc = ws.{} + (c * B + r) * {};\n", in3, p_.buffers[scan.aggregates].name, W);
+  out += elementLoop(n, in3);
   for (size_t p = 0; p < k; ++p) {
-    for (size_t q = 0; q < k; ++q) out += fmt::format("        acc[{} + i] = real({});\n", (p * k + q) * n, p == q ? 1 : 0);
-    out += fmt::format("        acc[{} + i] = real(0);\n", (k * k + p) * n);
+    for (size_t q = 0; q < k; ++q) out += fmt::format("{}acc[{} + i] = real({});\n", in4, (p * k + q) * n, p == q ? 1 : 0);
+    out += fmt::format("{}acc[{} + i] = real(0);\n", in4, (k * k + p) * n);
   }
-  out += "      }\n";
-  out += "      for (int64_t j = first(c); j < first(c + 1); ++j) {\n";
-  out += fmt::format("        const int64_t q = {};\n", rowAt(s.direction, "j"));
-  out += loadPointers(scan, s.direction, false, "        ");
-  out += elementLoop(n, "        ");
-  for (size_t p = 0; p < k; ++p) out += fmt::format("          const real s{} = real(0);\n", p);
-  out += tangentStep(scan, s.direction, "          ");
-  out += compose(scan, "acc", "          ");
-  out += "        }\n      }\n    }\n";
-  out += carries(s, "", true);
+  out += in3 + "}\n";
+  out += fmt::format("{}for (int64_t j = first(c); j < first(c + 1); ++j) {{\n", in3);
+  out += fmt::format("{}  const int64_t q = {};\n", in3, rowAt(s.direction, "j"));
+  out += setup;
+  out += elementLoop(n, in4);
+  out += step;
+  out += compose(scan, "acc", in4 + "  ");
+  return out + in4 + "}\n" + in3 + "}\n" + in2 + "}\n";
+}
+
+std::string CppScanPrinter::scanBody(const StageIR &s) {
+  const ScanIR &scan = s.scan;
+  std::string out = "  // 1. Each chunk's steps but the last chunk's, composed: state after = A state before + b.\n";
+  std::string step;
+  for (size_t p = 0; p < scan.states.size(); ++p) step += fmt::format("          const real s{} = real(0);\n", p);
+  step += tangentStep(scan, s.direction, "          ");
+  out += composeChunks(s, loadPointers(scan, s.direction, false, "        "), step, "  ");
+  out += carries(s, "  ", true, "2.");
   out += "  // 3. Each chunk's steps from the state before it: all but each chunk's last step (the next chunk\n"
          "  //    starts by reading the state there), then the last steps.\n";
   out += chunkSteps(s);
@@ -212,7 +225,6 @@ std::string CppScanPrinter::newtonBody(const StageIR &s, int index) {
   const size_t k = scan.states.size();
   const int64_t n = scan.width;
   const int64_t W = n * static_cast<int64_t>(k * k + k), nk = n * static_cast<int64_t>(k);
-  const Buffer &agg = p_.buffers[scan.aggregates];
   const Buffer &car = p_.buffers[scan.carries];
   const Buffer &coef = p_.buffers[scan.coefficients];
   std::string out = "  // The first guess: the state before the first step, at every step.\n";
@@ -244,38 +256,17 @@ std::string CppScanPrinter::newtonBody(const StageIR &s, int index) {
     out += fmt::format("          cf[{} + i] = f_{}{};\n", (k * k + p) * n, p, linear);
   }
   out += "        }\n      }\n";
-  // Compose.
   out += "    // b. Each chunk's linear steps but the last chunk's, composed.\n";
-  out += "    #pragma omp parallel for collapse(2)\n    for (int64_t c = 0; c < chunks - 1; ++c)\n";
-  out += "      for (int64_t r = 0; r < B; ++r) {\n";
-  out += fmt::format("        real *acc = ws.{} + (c * B + r) * {};\n", agg.name, W);
-  out += elementLoop(n, "        ");
-  for (size_t p = 0; p < k; ++p) {
-    for (size_t q = 0; q < k; ++q) out += fmt::format("          acc[{} + i] = real({});\n", (p * k + q) * n, p == q ? 1 : 0);
-    out += fmt::format("          acc[{} + i] = real(0);\n", (k * k + p) * n);
-  }
-  out += "        }\n";
-  out += "        for (int64_t j = first(c); j < first(c + 1); ++j) {\n";
-  out += fmt::format("          const real *cf = ws.{} + ({}) * {};\n", coef.name, rowAt(s.direction, "j"), W);
-  out += elementLoop(n, "          ");
+  std::string step;
   for (size_t p = 0; p < k; ++p) {
     for (size_t q = 0; q < k; ++q)
-      out += fmt::format("            const real a_{}_{} = cf[{} + i];\n", p, q, (p * k + q) * n);
-    out += fmt::format("            const real f_{} = cf[{} + i];\n", p, (k * k + p) * n);
+      step += fmt::format("            const real a_{}_{} = cf[{} + i];\n", p, q, (p * k + q) * n);
+    step += fmt::format("            const real f_{} = cf[{} + i];\n", p, (k * k + p) * n);
   }
-  out += compose(scan, "acc", "            ");
-  out += "          }\n        }\n      }\n";
-  // Carries (indented one more level inside the iteration loop).
-  std::string c2 = carries(s, "", false);
-  std::string indented;
-  for (size_t at = 0; at < c2.size();) {
-    size_t end = c2.find('\n', at);
-    indented += "  " + c2.substr(at, end - at + 1);
-    at = end + 1;
-  }
-  out += indented;
+  out += composeChunks(s, fmt::format("          const real *cf = ws.{} + q * {};\n", coef.name, W), step, "    ");
+  out += carries(s, "    ", false, "c.");
   // The new guess.
-  out += "    // c. The new guess: each chunk's linear steps from the state before it.\n";
+  out += "    // d. The new guess: each chunk's linear steps from the state before it.\n";
   out += "    #pragma omp parallel for collapse(2)\n    for (int64_t c = 0; c < chunks; ++c)\n";
   out += "      for (int64_t r = 0; r < B; ++r)\n";
   out += "        for (int64_t j = first(c); j < first(c + 1); ++j) {\n";

@@ -27,7 +27,9 @@ private:
   std::string stepCalls(const StageIR &s, const std::string &t, const std::string &indent) const;
   std::string loadPointers(const ScanIR &scan, int direction, bool states, const std::string &indent) const;
   std::string compose(const ScanIR &scan, const std::string &acc, const std::string &indent) const;
-  std::string carries(const StageIR &s, const std::string &source, bool intoState) const;
+  std::string carries(const StageIR &s, const std::string &indent, bool intoState, const std::string &label) const;
+  std::string composeChunks(const StageIR &s, const std::string &setup, const std::string &step,
+                            const std::string &indent) const;
   std::string chunkSteps(const StageIR &s) const;
   std::string sequentialLoop(const StageIR &s, const std::string &indent) const;
   std::string scanBody(const StageIR &s);
