@@ -12,6 +12,7 @@
 //    that rnnc/cuda_jit.h compiles with NVRTC on first use.
 #include "codegen/Bundle.h"
 #include "codegen/CudaPrinter.h"
+#include "codegen/CudaScan.h"
 #include "codegen/HostCode.h"
 
 #include <algorithm>
@@ -176,6 +177,7 @@ std::string CudaModulePrinter::launcher(const KernelIR &k, int index) {
 
 std::string CudaModulePrinter::stageFunction(int stage) {
   const StageIR &s = p_.stages[stage];
+  if (CudaScanPrinter::runsInParallel(p_, stage)) return CudaScanPrinter(p_, sm_, stage).stageFunction();
   std::string out = fmt::format("/// Stage {}{}: {}.\n", stage, s.backward ? " (backward)" : "",
                                 s.loop ? fmt::format("a loop over time, t = {}", s.direction > 0 ? "0 .. T-1" : "T-1 .. 0")
                                        : "every step at once");
@@ -376,6 +378,11 @@ std::string CudaModulePrinter::print() {
     out += "  return check_indices(host.data(), n, range, input) ? 0 : 1;\n}\n\n";
   }
   for (size_t k = 0; k < p_.kernels.size(); ++k) out += launcher(p_.kernels[k], kernelIndex_[k]) + "\n";
+  for (size_t s = 0; s < p_.stages.size(); ++s)
+    if (CudaScanPrinter::runsInParallel(p_, static_cast<int>(s)))
+      out += CudaScanPrinter(p_, sm_, static_cast<int>(s)).launchers([&](const std::string &kernel) {
+        return static_cast<int>(std::find(names.begin(), names.end(), kernel) - names.begin());
+      });
   for (size_t s = 0; s < p_.stages.size(); ++s) out += stageFunction(static_cast<int>(s)) + "\n";
   out += "using StageFn = int (*)(const Workspace &, const real *, real *, int64_t, int64_t, cudaStream_t, cublasHandle_t);\n\n";
   out += "/// Stage `stage` on stream `s`; with --cuda-graphs a loop stage is replayed as a\n"

@@ -9,6 +9,7 @@
 //    no include path.
 #include "codegen/CudaPrinter.h"
 
+#include "codegen/CudaScan.h"
 #include "codegen/HostCode.h"
 #include "support/Crash.h"
 
@@ -277,15 +278,22 @@ std::vector<std::string> cudaKernelNames(const Program &p) {
   std::vector<std::string> names = {"fill", "grad_embed"};
   for (const KernelIR &k : p.kernels)
     if (k.kind == KernelIR::Kind::Fused) names.push_back(k.name);
+  for (size_t s = 0; s < p.stages.size(); ++s)
+    if (CudaScanPrinter::runsInParallel(p, static_cast<int>(s)))
+      for (const std::string &n : CudaScanPrinter::kernelNames(p, static_cast<int>(s))) names.push_back(n);
   return names;
 }
 
 std::string printCudaKernels(const Program &p, const SourceManager &sm) {
   std::string out = kPrelude;
+  if (CudaScanPrinter::anyRunsInParallel(p)) out += CudaScanPrinter::devicePrelude();
   out += "\n" + workspaceStruct(p, "  real *ones; // [T][B][n] ones: what the bias gradients' column sums multiply\n") + "\n";
   CudaPrinter printer(p, sm);
   for (const KernelIR &k : p.kernels)
     if (k.kind == KernelIR::Kind::Fused) out += printer.kernel(k) + "\n";
+  // Loops run in parallel over time: their own kernels (above) step by step, or these.
+  for (size_t s = 0; s < p.stages.size(); ++s)
+    if (CudaScanPrinter::runsInParallel(p, static_cast<int>(s))) out += CudaScanPrinter(p, sm, static_cast<int>(s)).kernels();
   return out;
 }
 

@@ -12,8 +12,10 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -242,6 +244,70 @@ inline int run_captured(GraphCache &cache, int stage, const std::vector<const vo
     if (!cache.keep(stage, key, graph, &exec)) return 1;
   }
   RNNC_CUDA_CHECK(cudaGraphLaunch(exec, s));
+  return 0;
+}
+
+// Loops run in parallel over time (docs/cuda.md, "Loops in parallel over time").
+
+/// What the cost model of such a loop knows about it (rnnc prints one per stage).
+struct ScanShape {
+  int64_t width;        // n: elements of each state
+  int64_t groups;       // blocks per chunk and sequence: groups of up to 8 elements side by side
+  int64_t lanes;        // time-lanes per block: the runs a chunk's steps are cut into
+  double step_launches; // kernels per step of the loop run step by step
+  double step_words;    // reals a step loads and stores per element, step by step
+  double launches;      // kernels of the parallel passes (Newton: all its iterations)
+  double words;         // reals the parallel passes load and store per element and step
+};
+
+/// The chunks a loop of T steps is cut into on the GPU: 1 .. 64 (the rows of
+/// its scratch), about 8 steps per time-lane, more while the blocks would not
+/// fill the device, never so many that a time-lane gets no step. `guarded`
+/// (--time-parallel auto): 0 where the loop's own kernels, one launch per step,
+/// are expected to be faster. The environment's RNNC_TIME_PARALLEL=off runs
+/// every such loop step by step (as rnnc::cpu's).
+inline int64_t scan_chunks(int64_t T, int64_t B, const ScanShape &s, bool guarded, size_t real_bytes) {
+  static const bool off = [] {
+    const char *v = std::getenv("RNNC_TIME_PARALLEL");
+    return v && std::strcmp(v, "off") == 0;
+  }();
+  constexpr double kLaunchUs = 4;       // a kernel launch and the gap before the next one on the stream
+  constexpr double kBytesPerUs = 2e6;   // 2 TB/s: what an elementwise kernel reaches on an H100/H200
+  constexpr double kChunkUs = 0.5;      // the carries' serial chain, per chunk (a dependent load, a few FMAs)
+  constexpr int64_t kRunSteps = 8;      // steps per time-lane before more chunks are cut
+  constexpr int64_t kFillBlocks = 1024; // blocks that keep every SM busy (132 SMs, 8 blocks of 256 threads each)
+  if (T < 1 || B < 1 || off) return 0;
+  const int64_t most = std::min<int64_t>(64, (T + s.lanes - 1) / s.lanes);
+  int64_t chunks = std::max((T + s.lanes * kRunSteps - 1) / (s.lanes * kRunSteps),
+                            (kFillBlocks + B * s.groups - 1) / (B * s.groups));
+  chunks = std::max<int64_t>(1, std::min(chunks, most));
+  if (!guarded) return chunks;
+  // In microseconds: launches, plus the bytes each form moves at the bandwidth.
+  const double elementSteps = double(T) * double(B) * double(s.width), bytes = double(real_bytes);
+  const double sequential = double(T) * s.step_launches * kLaunchUs + elementSteps * s.step_words * bytes / kBytesPerUs;
+  const double parallel = s.launches * kLaunchUs + elementSteps * s.words * bytes / kBytesPerUs + double(chunks) * kChunkUs;
+  return parallel < sequential ? chunks : 0;
+}
+
+/// The grid of a scan kernel over `blocks` blocks: at least 1, at most 65535
+/// (its block loop takes the rest).
+inline unsigned scan_grid(int64_t blocks) {
+  return static_cast<unsigned>(blocks < 1 ? 1 : blocks > 65535 ? 65535 : blocks);
+}
+
+/// With RNNC_SCAN_REPORT set, says on stderr whether Newton's answer for
+/// `loop` stood, as rnnc::cpu does: the largest gap (device memory, copied
+/// back, which waits for the stream) against the tolerance the kernels used
+/// (1e-4 in float, 1e-9 in double). Returns 0, or 1 when the copy fails.
+template <class R> inline int newton_report(const char *loop, int iterations, const R *residual, cudaStream_t s) {
+  static const bool report = std::getenv("RNNC_SCAN_REPORT") != nullptr;
+  if (!report) return 0;
+  R gap = 0;
+  RNNC_CUDA_CHECK(cudaMemcpyAsync(&gap, residual, sizeof(R), cudaMemcpyDeviceToHost, s));
+  RNNC_CUDA_CHECK(cudaStreamSynchronize(s));
+  const bool kept = gap <= (sizeof(R) == sizeof(float) ? R(1e-4) : R(1e-9));
+  std::fprintf(stderr, "rnnc: newton (%s): %d iterations, residual %.9g: %s\n", loop, iterations, double(gap),
+               kept ? "kept" : "not converged, ran step by step");
   return 0;
 }
 

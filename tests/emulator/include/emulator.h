@@ -165,6 +165,17 @@ template <class T> inline T shfl_xor(T v, int offset) {
   return r;
 }
 
+/// __shfl_up_sync over a whole warp: the value of the lane `delta` below,
+/// or the caller's own where there is none (lanes of one warp only).
+template <class T> inline T shfl_up(T v, int delta) {
+  block->lanes[tIdx.x] = static_cast<double>(v);
+  block->barrier.wait();
+  const unsigned lane = tIdx.x & 31u;
+  T r = lane >= static_cast<unsigned>(delta) ? static_cast<T>(block->lanes[tIdx.x - static_cast<unsigned>(delta)]) : v;
+  block->barrier.wait();
+  return r;
+}
+
 } // namespace rnnc_emulator
 
 #define threadIdx (::rnnc_emulator::tIdx)
@@ -173,6 +184,7 @@ template <class T> inline T shfl_xor(T v, int offset) {
 #define gridDim (::rnnc_emulator::gDim)
 #define __syncthreads() ::rnnc_emulator::syncthreads()
 #define __shfl_xor_sync(mask, v, o) ::rnnc_emulator::shfl_xor((v), (o))
+#define __shfl_up_sync(mask, v, d) ::rnnc_emulator::shfl_up((v), (d))
 #define __global__
 #define __device__
 #define __host__

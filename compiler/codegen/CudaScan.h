@@ -1,0 +1,81 @@
+// The CUDA printing of a loop run in parallel over time (ScanIR): the device
+// helpers every such stage shares, the kernels of one stage (a chunked scan
+// of affine maps: registers, warp shuffles, shared memory, carries between
+// chunks; Newton's linearize and solve passes around it), their launchers and
+// the stage function that issues them. docs/cuda.md, "Loops in parallel over
+// time", describes the decomposition.
+#pragma once
+
+#include "codegen/CudaPrinter.h"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace rnnc::codegen {
+
+class CudaScanPrinter : public CudaPrinter {
+public:
+  /// Prints stage `stage` of p, which must be one `runsInParallel` accepts.
+  CudaScanPrinter(const Program &p, const SourceManager &sm, int stage);
+
+  /// Whether the GPU runs stage `stage` in parallel over time: a loop with a
+  /// scan or Newton plan whose buffers all keep every step's rows.
+  static bool runsInParallel(const Program &p, int stage);
+  /// Whether any stage of p does (the bundle then carries `devicePrelude`).
+  static bool anyRunsInParallel(const Program &p);
+  /// The __global__ functions of stage `stage`, in the order `kernels` prints them.
+  static std::vector<std::string> kernelNames(const Program &p, int stage);
+  /// Device helpers shared by every such stage: the affine map of K states,
+  /// its composition, warp and block scans, the cut into chunks and runs.
+  static std::string devicePrelude();
+
+  /// The stage's __global__ functions, each with the comment naming its equations.
+  std::string kernels();
+  /// One host launcher per kernel; `kernelIndex` gives a kernel's index in kernel_[].
+  std::string launchers(const std::function<int(const std::string &)> &kernelIndex) const;
+  /// The stage function `stage_<N>`: the cost model's choice, then the
+  /// parallel passes, or the loop's own kernels step by step.
+  std::string stageFunction() const;
+
+private:
+  struct Step {  // the loop's kernels joined into one element's step, stores kept
+    Sweep sweep;
+    std::vector<int> stateLocals;
+  };
+  Step joinStep() const;
+
+  bool newton() const { return scan_.plan == LoopPlan::Newton; }
+  std::string name(const char *pass) const; // "scan_2_steps", "newton_1_solve"
+  std::string stepAt(const std::string &j) const;
+  std::string header(const char *pass, const std::string &what, const std::string &params);
+  std::string blockLoop(const std::string &blocks, const std::string &indent) const;
+  std::string initialStates(const std::string &target, const std::string &indent) const;
+  std::string carryLoad(const std::string &c, const std::string &target, const std::string &indent) const;
+  std::string chunkStart(const std::string &indent) const;
+  std::string stateRowsAt(int32_t delay, const std::string &target, const std::string &indent) const;
+  std::string rowPointers(const Sweep &s, bool stores, const std::string &indent) const;
+  std::string tangent(const std::string &guess, const std::string &indent);
+  std::string exactStep(const std::string &indent);
+  std::string stepMap(const std::string &indent) const;
+  std::string coefficientMap(const std::string &indent) const;
+  std::string storeMap(const std::string &map, const std::string &base, const std::string &indent) const;
+
+  std::string chunksKernel();
+  std::string carriesKernel();
+  std::string stepsKernel();
+  std::string guessKernel();
+  std::string linearizeKernel();
+  std::string solveKernel();
+  std::string newtonStepsKernel();
+  std::string residualKernel();
+  std::string serialKernel();
+
+  int stage_;
+  const StageIR &s_;
+  const ScanIR &scan_;
+  Step step_;
+  int64_t n_, k_, elements_, groups_; // width, states, elements side by side in a warp, groups of them per row
+};
+
+} // namespace rnnc::codegen
