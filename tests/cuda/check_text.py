@@ -54,8 +54,9 @@ import time
 # Samples without dim lines of their own: the sizes they get here.
 DIMS = {"gru": ["-D", "I=32", "-D", "H=64"]}
 # The samples whose .cu goes through nvcc: a cell, a bidirectional model with
-# an embedding and a loss, two stacked LSTMs, delays of 2 and 4 steps.
-NVCC_SAMPLES = ["lstm", "bitagger", "charlm", "dilated"]
+# an embedding and a loss, two stacked LSTMs, delays of 2 and 4 steps, and
+# loops run in parallel over time (Newton forward, scans backward).
+NVCC_SAMPLES = ["lstm", "bitagger", "charlm", "dilated", "adding"]
 # The samples also compiled with -O0 (one launch per op per step: many kernels).
 O0_SAMPLES = ["lstm"]
 # The samples whose JIT host part is also compiled as double (the host code
@@ -194,9 +195,17 @@ def static_checks(sample, path, manifest):
     races(sample, path, text)
     launched = {name for _, name, _ in launches}
     fused = {k["name"] for k in manifest["kernels"] if k["kind"] == "fused"}
-    if fused != set(kernels) - HELPERS:
-        fail(f"{sample}: manifest's fused kernels {sorted(fused)} are not the source's {sorted(set(kernels) - HELPERS)}")
-    for k in sorted(fused - launched):
+    # A loop run in parallel over time (docs/cuda.md) has kernels of its own:
+    # scan_<stage>_<pass>, newton_<stage>_<pass>, the stage a loop of the manifest.
+    scans = {k for k in kernels if re.fullmatch(r"(?:scan|newton)_(\d+)_[a-z]+", k)}
+    for k in sorted(scans):
+        stage = int(re.search(r"_(\d+)_", k).group(1))
+        if stage >= len(manifest["stages"]) or not manifest["stages"][stage]["loop"]:
+            fail(f"{sample}: {path}: kernel {k} runs a loop, but manifest stage {stage} is not one")
+    if fused != set(kernels) - HELPERS - scans:
+        fail(f"{sample}: manifest's fused kernels {sorted(fused)} are not the source's "
+             f"{sorted(set(kernels) - HELPERS - scans)}")
+    for k in sorted((fused | scans) - launched):
         fail(f"{sample}: {path}: kernel {k} is never launched")
     if manifest.get("target") != "cuda":
         fail(f"{sample}: manifest target is {manifest.get('target')!r}, not 'cuda'")
