@@ -8,6 +8,11 @@ usage: run.py --rnnc RNNC --inspect RNNC_INSPECT --samples DIR --inputs DIR --wo
    source must match the manifest (<model>.json):
    - cpu: the kernels are exactly the manifest's, each with the manifest's
      equations (the comment names the .rnn by its file name) and launched;
+   - both: a loop stage run in parallel over time has kernels of its own
+     (cpu: scan_<stage>, newton_<stage>; cuda: scan_<stage>_<pass>,
+     newton_<stage>_<pass>), each naming the equations of the stage's
+     kernels (manifest "stages"[stage]) and launched (cuda: from
+     launch_<name>);
    - cuda, --jit: a "fused" manifest kernel is a __global__ kernel of that
      name and those equations, launched from launch_<name>; a "grad_embed"
      one is a launch of the rnnc helper grad_embed from launch_<name>; the
@@ -82,9 +87,26 @@ def compare(target, manifest, found):
                 bad.append(f"{name}: the comment above {launcher} names {calls[0]['equations']}, the manifest {equations}")
         else:
             bad.append(f"{name}: manifest kind {kind!r} unknown to this test")
+    by_name = {m["name"]: m for m in manifest["kernels"]}
     for k in found["kernels"]:
-        if k["name"] not in listed and not k["helper"]:
+        if k["name"] in listed or k["helper"]:
+            continue
+        stage = scan_stage(manifest, k["name"])
+        if stage is None:
             bad.append(f"{k['name']}: a kernel in the source, not in the manifest")
+            continue
+        equations = []
+        for name in stage["kernels"]:
+            for e in by_name[name]["equations"]:
+                e = os.path.basename(e.rsplit(":", 1)[0]) + ":" + e.rsplit(":", 1)[1]
+                if e not in equations:
+                    equations.append(e)
+        if k["equations"] != equations:
+            bad.append(f"{k['name']}: the comment names {k['equations']}, its loop's kernels {equations}")
+        if not k["launches"]:
+            bad.append(f"{k['name']}: never launched")
+        elif target != "cpu" and "launch_" + k["name"] not in [l["function"] for l in k["launches"]]:
+            bad.append(f"{k['name']}: not launched from launch_{k['name']}")
     if found["problems"]:
         bad += [f"problem at line {p['line']}: {p['message']} [{p['kind']}]" for p in found["problems"]]
     want_language = "cuda" if target == "cuda" else "c++"
@@ -93,6 +115,16 @@ def compare(target, manifest, found):
     if target == "jit" and not found["kernel_string"]:
         bad.append("no kernel string found in the --jit host part")
     return bad
+
+
+def scan_stage(manifest, name):
+    """The manifest stage whose loop kernel `name` runs in parallel over time
+    (scan_2, newton_1_solve: stage 2, stage 1), or None."""
+    m = re.fullmatch(r"(?:scan|newton)_(\d+)(?:_[a-z]+)?", name)
+    if not m or int(m.group(1)) >= len(manifest["stages"]):
+        return None
+    stage = manifest["stages"][int(m.group(1))]
+    return stage if stage["loop"] else None
 
 
 def sample_case(args, sample, target):
