@@ -1,4 +1,4 @@
-// 1. Key: FNV-1a of the source, the flags and the compiler's path.
+// 1. Key: FNV-1a of the source, the flags, the compiler's path and the runtime headers.
 // 2. Hit: $RNNC_CACHE/<key>/lib<model>.so exists: load it.
 // 3. Miss: write the source and build into a temporary directory next to the
 //    entry, then rename it into place, so a crash or a concurrent build never
@@ -8,6 +8,7 @@
 #include "rnnc/device.h"
 #include "rnnc/memory.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <dlfcn.h>
 #include "rnnc/checkpoint.h"
@@ -18,6 +19,7 @@
 #include <random>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <vector>
 
 namespace rnnc {
 
@@ -48,6 +50,26 @@ std::string shellQuote(const std::string &s) {
 } // namespace
 
 std::string runtimeCflags() { return "-I" + std::string(RNNC_RUNTIME_INCLUDE_DIR); }
+
+/// The runtime headers a bundle includes, as one string (names and contents,
+/// in name order): part of the cache key, so a library built against older
+/// headers is never loaded.
+static const std::string &runtimeHeaders() {
+  static const std::string all = [] {
+    std::vector<fs::path> files;
+    std::error_code ec;
+    for (const auto &e : fs::directory_iterator(fs::path(RNNC_RUNTIME_INCLUDE_DIR) / "rnnc", ec))
+      if (e.path().extension() == ".h") files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+    std::string text;
+    for (const fs::path &f : files) {
+      std::ifstream in(f, std::ios::binary);
+      text += f.filename().string() + "\n" + std::string(std::istreambuf_iterator<char>(in), {}) + "\n";
+    }
+    return text;
+  }();
+  return all;
+}
 
 /// The CUDA toolkit's root: $CUDA_HOME, else the one rnnc was built with.
 static std::string cudaHome() {
@@ -85,7 +107,7 @@ const rnnc_model *loadCompiledModel(const codegen::Bundle &b, bool f64, std::str
   if (f64) flags += " -DRNNC_REAL_DOUBLE";
   flags += envFlags("RNNC_CXXFLAGS");
   libs += envFlags("RNNC_LDFLAGS");
-  std::string key = fnv1a(b.source + "\n" + flags + "\n" + libs + "\n" + compiler());
+  std::string key = fnv1a(b.source + "\n" + flags + "\n" + libs + "\n" + compiler() + "\n" + runtimeHeaders());
   fs::path dir = cacheRoot() / key;
   fs::path lib = dir / ("lib" + b.model + ".so");
   std::error_code ec;

@@ -126,17 +126,20 @@ inline int64_t scan_chunks(int64_t T, int64_t elements, int iterations, bool gua
 #else
   const double threads = 1;
 #endif
-  // In nanoseconds, measured on the 2-core machine of docs/benchmarks/time-parallel-cpu.md: a state
-  // element costs about 1 per pass over it; a step about 15 more on one thread, or a barrier (1000) when
-  // its rows are split across threads (past kTeamWork elements); each parallel phase a fork and join.
-  constexpr double kStep = 15, kBarrier = 1000, kRegion = 2000, kTeamWork = double(1 << 17);
+  // In nanoseconds, fitted to docs/benchmarks/time-parallel-cpu.md (2 cores): a state element costs
+  // about 0.5 a pass over it; a step 7 more on one thread, or a barrier (1000) when its rows are split
+  // across threads (past kTeamWork elements); a step of a parallel pass 9; each parallel phase a fork
+  // and join (8000).
+  constexpr double kElement = 0.5, kStep = 7, kParallelStep = 9, kBarrier = 1000, kRegion = 8000;
+  constexpr double kTeamWork = double(1 << 17);
   const double e = double(elements);
-  const double sequential = double(T) * (e >= kTeamWork ? e / threads + kBarrier : e + kStep);
+  const double sequential = double(T) * (e >= kTeamWork ? kElement * e / threads + kBarrier : kElement * e + kStep);
   // Passes over every step: a scan composes the chunks, then runs them; Newton linearizes, composes
   // and applies each iteration (about 4 passes' worth), then runs the exact steps.
   const double passes = iterations ? 4.0 * iterations + 1.5 : 2.0;
   const double regions = iterations ? 3.0 * iterations + 3 : 3;
-  const double parallel = double(T) * (e * passes + kStep) / threads + double(chunks) * e + regions * kRegion;
+  const double parallel = double(T) * passes * (kElement * e + kParallelStep) / threads + double(chunks) * e * kElement +
+                          regions * kRegion;
   return parallel < sequential ? chunks : 0;
 }
 
