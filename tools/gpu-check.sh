@@ -10,6 +10,9 @@
 #           with -lopenblas at run time (the pack's OpenBLAS, by RNNC_CXXFLAGS,
 #           RNNC_LDFLAGS and LD_LIBRARY_PATH), as the GPU tests need
 #   tests   tests/gpu/run.py: CUDA results against CPU results on every sample
+#   scan    bench/gpu/time_parallel.py: loops in parallel over time (minGRU's scan,
+#           IndRNN's Newton) against the same loops step by step, T = 2^7 .. 2^16,
+#           and their error; written to docs/benchmarks/gpu-time-parallel.md
 #   checks  tests/gpu/device_checks.py: compute-sanitizer (memcheck, racecheck,
 #           synccheck) and ncu's count of launches per step, after the tests pass
 #   rnnc    bench/gpu/rnnc_bench.py: rnnc bench --device cuda, lstm/gru/peephole,
@@ -22,18 +25,20 @@
 # it is set (the device tool's folder), else to BUILD/out.
 # Exit: 0 tests passed and benchmarks measured; 77 no GPU (built and checked the
 # CPU engine; GPU tests skipped, benchmarks not run); 1 a failure.
-# Usage: tools/gpu-check.sh [--pack DIR] [--rnnc PATH] [--build DIR] [--quick]
+# Usage: tools/gpu-check.sh [--pack DIR] [--rnnc PATH] [--build DIR] [--quick] [--scan-only]
+#   --scan-only: build, cpu, tests and scan; not the rnnc/torch benchmarks or the checks.
 #   RNNC_COMMIT=<commit> names the source in gpu.md where there is no .git.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-pack=build-gpu-pack build=build-gpu rnnc="" quick=0
+pack=build-gpu-pack build=build-gpu rnnc="" quick=0 scan_only=0
 while [ $# -gt 0 ]; do
   case $1 in
     --pack) pack=$2; shift 2 ;;
     --rnnc) rnnc=$(realpath "$2"); shift 2 ;;
     --build) build=$2; shift 2 ;;
     --quick) quick=1; shift ;;
-    *) echo "usage: tools/gpu-check.sh [--pack DIR] [--rnnc PATH] [--build DIR] [--quick]" >&2; exit 2 ;;
+    --scan-only) scan_only=1; shift ;;
+    *) echo "usage: tools/gpu-check.sh [--pack DIR] [--rnnc PATH] [--build DIR] [--quick] [--scan-only]" >&2; exit 2 ;;
   esac
 done
 batch="1 16 64 256" hidden="256 1024" runs=20
@@ -108,6 +113,37 @@ case $tests_rc in
   124) phase tests "FAILED: over 300 s"; failed=1 ;;
   *) phase tests "FAILED: $(tail -1 "$out/tests.log")"; failed=1 ;;
 esac
+
+# ---- loops in parallel over time against the same loops step by step
+scan_budget=$([ $scan_only = 1 ] && echo 300 || echo 100)
+scan_args=(--budget-s $scan_budget --json "$out/time-parallel.json")
+[ $quick = 1 ] && scan_args+=(--quick)
+with_blas timeout -k 10 $((scan_budget + 200)) python3 bench/gpu/time_parallel.py --rnnc "$rnnc" "${scan_args[@]}" \
+  >"$out/time-parallel.md" 2> >(tee "$out/time-parallel.log" >&2)
+scan_rc=$?
+case $scan_rc in
+  0|1)
+    { echo "# GPU: loops in parallel over time"; echo
+      echo "Measured by \`bash tools/gpu-check.sh$([ $quick = 1 ] && echo ' --quick')\` on" \
+           "$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || echo 'a GPU')," \
+           "source ${RNNC_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}, $(date -u +%F)" \
+           "([cuda.md](../cuda.md#loops-in-parallel-over-time) describes the kernels)."; echo
+      cat "$out/time-parallel.md"; } >docs/benchmarks/gpu-time-parallel.md
+    cp docs/benchmarks/gpu-time-parallel.md "$out/gpu-time-parallel.md"
+    if [ $scan_rc = 0 ]; then phase scan "measured: docs/benchmarks/gpu-time-parallel.md"
+    else phase scan "FAILED: rows failed (the table says which; $out/time-parallel.log)"; failed=1; fi ;;
+  77) phase scan "not run: no GPU" ;;
+  *) phase scan "FAILED: exit $scan_rc ($out/time-parallel.log)"; failed=1 ;;
+esac
+if [ $scan_only = 1 ]; then
+  echo
+  echo "== phases (all: $SECONDS s); files: $out"
+  printf '%s\n' "${summary[@]}"
+  if [ $scan_rc = 0 ] || [ $scan_rc = 1 ]; then echo; cat "$out/time-parallel.md"; fi
+  if [ $failed = 1 ]; then exit 1; fi
+  if [ "$tests_rc" = 77 ] || [ $scan_rc = 77 ]; then exit 77; fi
+  exit 0
+fi
 
 # ---- the benchmarks: rnnc, then PyTorch, one after the other on the GPU
 grid=(--batch $batch --hidden $hidden --seq 100 --runs $runs --warmup 5)

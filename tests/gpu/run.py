@@ -17,6 +17,12 @@ must be written by both with the same shape and dtype, and for each array
 the two CUDA runs must write byte-identical files. lstm and bitagger also
 run with --cuda-graphs, within the same tolerance of the CPU.
 
+Loops run in parallel over time (docs/cuda.md): the scan samples with
+--time-parallel scan and the Newton ones with --time-parallel newton on the
+GPU, at T = 300 (several chunks) and T = 1, against the CPU with
+--time-parallel off (its loops step by step); Newton within 1e-4 (its
+tolerance in float), scans within 1e-5.
+
 No GPU: when a first `rnnc run --device cuda` fails saying "no CUDA device",
 or fails on a machine with no /dev/nvidia*, this prints why and exits 77,
 which ctest reports as skipped (SKIP_RETURN_CODE 77). Otherwise it prints one
@@ -47,6 +53,14 @@ TOL = 1e-5
 T, B = 12, 3
 TIMEOUT_S = 300  # one rnnc run; a hang is a failure, not a stuck ctest
 GRAPH_SAMPLES = ("lstm", "bitagger")  # also run with --cuda-graphs (one stream, two streams)
+# Loops in parallel over time: (sample, flags of the CUDA run, T, tolerance); the CPU runs --time-parallel off.
+SCAN, NEWTON = ["--time-parallel", "scan"], ["--time-parallel", "newton"]
+SCAN_CASES = [
+    ("mingru", SCAN, 300, TOL), ("mingru", SCAN, 1, TOL), ("mingru", SCAN + ["--cuda-graphs"], 300, TOL),
+    ("minlstm", SCAN, 300, TOL), ("qrnn", SCAN, 300, TOL), ("linear_indrnn", SCAN, 77, TOL),
+    ("indrnn", NEWTON, 300, 1e-4), ("sru", NEWTON, 300, 1e-4), ("adding", NEWTON + ["--cuda-graphs"], 300, 1e-4),
+    ("indrnn", NEWTON + ["--newton-iterations", "12"], 12, 1e-4),
+]
 
 
 def rnnc_run(rnnc, args, env):
@@ -93,15 +107,16 @@ def no_gpu_reason(rnnc, samples, env):
     return None  # a GPU is there: the cases report what went wrong
 
 
-def case(rnnc, path, env):
+def case(rnnc, path, env, cuda_flags=(), cpu_flags=(), T=T, tol=TOL):
     """CPU once, CUDA twice, on the same files; compare."""
     name = os.path.basename(path)[:-4]
+    label = " ".join([name, *cuda_flags] + ([f"T={T}"] if cuda_flags else []))
 
     def fn():
         dims, info = nl.small_dims(rnnc, path)
         work = tempfile.mkdtemp(prefix=f"rnnc-gpu-{name}-")
-        rng = np.random.default_rng(zlib.crc32(b"gpu:" + name.encode()))
-        where = f"{path} {' '.join(nl.dim_args(dims))}, T={T} B={B}, f32"
+        rng = np.random.default_rng(zlib.crc32(b"gpu:" + label.encode()))
+        where = f"{path} {' '.join(nl.dim_args(dims))}, T={T} B={B}, f32" + (f", {' '.join(cuda_flags)}" if cuda_flags else "")
         f32 = lambda a: a.astype(np.float32) if a.dtype.kind == "f" else a  # noqa: E731
 
         def save(tag, arrays):
@@ -122,7 +137,8 @@ def case(rnnc, path, env):
             base += ["--input", arg]
 
         def run(device, out, extra):
-            p, cmd = rnnc_run(rnnc, [*base, *extra, "--device", device, "--out", os.path.join(work, out)], env)
+            flags = list(cuda_flags if device == "cuda" else cpu_flags)
+            p, cmd = rnnc_run(rnnc, [*base, *extra, *flags, "--device", device, "--out", os.path.join(work, out)], env)
             if p.returncode != 0:
                 raise nl.Failure(f"{where}: rnnc exited {p.returncode}: {p.stderr.strip()}\n  {shlex.join(cmd)}"
                                  f"\n(scratch kept in {work})")
@@ -155,12 +171,12 @@ def case(rnnc, path, env):
                 err, i = rel_error(b, a)
                 if err >= worst:
                     worst, worst_at = err, f + label
-                if not err <= TOL:
-                    bad.append(f"{f}.npy{label}: rel err {err:.3g} > {TOL:g}; worst at {list(i)}: CPU {float(b[i])!r}, "
+                if not err <= tol:
+                    bad.append(f"{f}.npy{label}: rel err {err:.3g} > {tol:g}; worst at {list(i)}: CPU {float(b[i])!r}, "
                                f"CUDA {float(a[i])!r} (max|CPU| {float(np.max(np.abs(b))) if b.size else 0.0:.6g})")
 
         against_cpu(gpu, "")
-        if name in GRAPH_SAMPLES:  # the loops replayed as CUDA graphs compute the same
+        if name in GRAPH_SAMPLES and not cuda_flags:  # the loops replayed as CUDA graphs compute the same
             against_cpu(run("cuda", "cuda-graphs", extra + ["--cuda-graphs"]), " (--cuda-graphs)")
         for f in npy_files(gpu.out):
             with open(os.path.join(gpu.out, f + ".npy"), "rb") as x:
@@ -178,7 +194,7 @@ def case(rnnc, path, env):
         nl.cleanup(work)
         err = f"worst rel err {worst:.2g} ({worst_at})" if worst else "all equal"
         return f"{len(fc)} arrays, {err}; the two CUDA runs bitwise equal"
-    return f"gpu/{name}", fn
+    return f"gpu/{label}", fn
 
 
 def main():
@@ -198,6 +214,10 @@ def main():
             print(f"SKIPPED: {why}")
             return SKIP
         cases = [case(rnnc, p, env) for p in sorted(glob.glob(os.path.join(samples, "*.rnn")))]
+        for name, flags, steps, tol in SCAN_CASES:
+            path = os.path.join(samples, name + ".rnn")
+            if os.path.exists(path):
+                cases.append(case(rnnc, path, env, flags, ["--time-parallel", "off"], steps, tol))
         cases = [c for c in cases if args.k in c[0]]
         if not cases:
             print(f"no samples in {samples}" + (f" matching -k {args.k}" if args.k else ""))
