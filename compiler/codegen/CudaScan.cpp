@@ -26,6 +26,7 @@
 #include "support/Crash.h"
 
 #include <algorithm>
+#include <cctype>
 #include <fmt/format.h>
 #include <map>
 #include <set>
@@ -376,18 +377,18 @@ std::string CudaScanPrinter::rowPointers(const Sweep &s, bool stores, const std:
   return out;
 }
 
-/// The step's tangent at element i of row q from states `guess` ("" : zero):
-/// a_P_Q and f_P (CPrinter::tangentStep).
-std::string CudaScanPrinter::tangent(const std::string &guess, const std::string &indent) {
+/// The step's tangent at element i of row q, from a zero state or (Newton)
+/// from the guess of the step before: a_P_Q and f_P (CPrinter::tangentStep).
+std::string CudaScanPrinter::tangent(bool atGuess, const std::string &indent) {
   std::string out = rowPointers(scan_.step, false, indent);
-  if (!guess.empty())
+  if (atGuess)
     for (int b : scan_.states) {
       const Buffer &buf = p_.buffers[static_cast<size_t>(b)];
       out += fmt::format("{}const real *__restrict__ {} = ws.{} + {};\n", indent, rowPointer(b, s_.direction), buf.name,
                          rowOffset(buf, s_.direction, "q"));
     }
   for (int64_t p = 0; p < k_; ++p)
-    out += guess.empty() ? fmt::format("{}const real s{} = real(0);\n", indent, p)
+    out += !atGuess ? fmt::format("{}const real s{} = real(0);\n", indent, p)
                          : fmt::format("{}const real s{} = {}[i];\n", indent, p, rowPointer(scan_.states[static_cast<size_t>(p)], s_.direction));
   return out + tangentStep(scan_, s_.direction, indent);
 }
@@ -476,7 +477,7 @@ std::string CudaScanPrinter::chunksKernel() {
   body += "    Affine<K> steps = affine_identity<K>();\n";
   body += fmt::format("    for (int64_t j = run.begin; {}j < run.end; ++j) {{\n", act);
   body += fmt::format("      const int64_t t = {}, q = t * B + r;\n", stepAt("j"));
-  body += tangent("", "      ") + stepMap("      ");
+  body += tangent(false, "      ") + stepMap("      ");
   body += "      steps = compose(step, steps);\n    }\n";
   body += "    const Affine<K> chunk = block_total<K, E>(steps);\n";
   body += fmt::format("    if ({}threadIdx.x < E) {{ // time-lane 0 keeps the chunk's map\n", act);
@@ -494,6 +495,7 @@ std::string CudaScanPrinter::carriesKernel() {
                       n_);
   body += fmt::format("    const int64_t r = e / {}, i = e % {};\n", n_, n_);
   body += "    real s[K];\n    {\n" + initialStates("s", "      ") + "    }\n";
+  body += "    // Unrolled, the chunks' maps load ahead of the dependent chain through them.\n    #pragma unroll 8\n";
   body += "    for (int64_t c = 1; c < chunks; ++c) {\n";
   body += fmt::format("      const real *__restrict__ aggregate = ws.{} + ((c - 1) * B + r) * {} + i;\n", agg.name,
                       n_ * (k_ * k_ + k_));
@@ -522,7 +524,7 @@ std::string CudaScanPrinter::stepsKernel() {
   body += "    Affine<K> steps = affine_identity<K>();\n";
   body += fmt::format("    for (int64_t j = run.begin; {}j < run.end; ++j) {{\n", act);
   body += fmt::format("      const int64_t t = {}, q = t * B + r;\n", stepAt("j"));
-  body += tangent("", "      ") + stepMap("      ");
+  body += tangent(false, "      ") + stepMap("      ");
   body += "      steps = compose(step, steps);\n    }\n";
   body += "    const Affine<K> before = block_scan<K, E>(steps);\n";
   body += "    // The state before the run: the one before the chunk (before the loop, or the carry), then the runs before it.\n";
@@ -562,7 +564,7 @@ std::string CudaScanPrinter::linearizeKernel() {
   body += "    Affine<K> steps = affine_identity<K>();\n";
   body += fmt::format("    for (int64_t j = run.begin; {}j < run.end; ++j) {{\n", act);
   body += fmt::format("      const int64_t t = {}, q = t * B + r;\n", stepAt("j"));
-  body += tangent("guess", "      ") + stepMap("      ");
+  body += tangent(true, "      ") + stepMap("      ");
   const Buffer &coef = p_.buffers[static_cast<size_t>(scan_.coefficients)];
   body += fmt::format("      real *__restrict__ coefficients = ws.{} + {} + i;\n", coef.name, rowOffset(coef, 0, "q"));
   body += storeMap("step", "coefficients", "      ");
@@ -665,6 +667,7 @@ std::string CudaScanPrinter::serialKernel() {
                       n_);
   body += fmt::format("    const int64_t r = e / {}, i = e % {};\n", n_, n_);
   body += "    real s[K];\n    {\n" + initialStates("s", "      ") + "    }\n";
+  body += "    // Unrolled, the steps' loads issue ahead of the dependent chain through the states.\n    #pragma unroll 4\n";
   body += "    for (int64_t j = 0; j < T; ++j) {\n";
   body += fmt::format("      const int64_t t = {}, q = t * B + r;\n", stepAt("j"));
   body += exactStep("      ") + "    }\n  }\n";

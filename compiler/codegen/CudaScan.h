@@ -55,7 +55,7 @@ private:
   std::string chunkStart(const std::string &indent) const;
   std::string stateRowsAt(int32_t delay, const std::string &target, const std::string &indent) const;
   std::string rowPointers(const Sweep &s, bool stores, const std::string &indent) const;
-  std::string tangent(const std::string &guess, const std::string &indent);
+  std::string tangent(bool atGuess, const std::string &indent);
   std::string exactStep(const std::string &indent);
   std::string stepMap(const std::string &indent) const;
   std::string coefficientMap(const std::string &indent) const;
