@@ -305,12 +305,16 @@ std::string CudaScanPrinter::header(const char *pass, const std::string &what, c
 std::string CudaScanPrinter::blockLoop(const std::string &blocks, const std::string &indent) const {
   std::string out = fmt::format("{}constexpr int K = {}, E = {}; // states per element; elements side by side in a warp\n",
                                 indent, k_, elements_);
-  out += fmt::format("{}const int64_t groups = B * {}; // of E elements, per chunk\n", indent, groups_);
+  if (groups_ > 1) out += fmt::format("{}const int64_t groups = B * {}; // of E elements, per chunk\n", indent, groups_);
+  else out += fmt::format("{}const int64_t groups = B; // of E elements (one a sequence), per chunk\n", indent);
   out += fmt::format("{}for (int64_t block = blockIdx.x; block < {}; block += gridDim.x) {{ // a chunk of a group\n", indent,
                      blocks);
   std::string in = indent + "  ";
-  out += fmt::format("{}const int64_t c = block / groups, r = block % groups / {}, i = block % {} * E + threadIdx.x % E;\n", in,
-                     groups_, groups_);
+  if (groups_ > 1)
+    out += fmt::format("{}const int64_t c = block / groups, r = block % groups / {}, i = block % {} * E + threadIdx.x % E;\n",
+                       in, groups_, groups_);
+  else
+    out += fmt::format("{}const int64_t c = block / groups, r = block % groups, i = threadIdx.x % E;\n", in);
   if (n_ % elements_) out += fmt::format("{}const bool active = i < {}; // the last group's elements past the row are idle\n", in, n_);
   out += fmt::format("{}const ScanRun run = scan_run(c, T, chunks, threadIdx.x / E, kScanThreads / E);\n", in);
   return out;
