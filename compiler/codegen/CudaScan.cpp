@@ -499,7 +499,7 @@ std::string CudaScanPrinter::carriesKernel() {
                       n_);
   body += fmt::format("    const int64_t r = e / {}, i = e % {};\n", n_, n_);
   body += "    real s[K];\n    {\n" + initialStates("s", "      ") + "    }\n";
-  body += "    // Unrolled, the chunks' maps load ahead of the dependent chain through them.\n    #pragma unroll 8\n";
+  body += "    // Unrolled, the chunks' maps load ahead of the dependent chain through them.\n    #pragma unroll 4\n";
   body += "    for (int64_t c = 1; c < chunks; ++c) {\n";
   body += fmt::format("      const real *__restrict__ aggregate = ws.{} + ((c - 1) * B + r) * {} + i;\n", agg.name,
                       n_ * (k_ * k_ + k_));
