@@ -241,44 +241,8 @@ CudaScanPrinter::CudaScanPrinter(const Program &p, const SourceManager &sm, int 
   elements_ = 1;
   while (elements_ < 8 && elements_ < n_) elements_ *= 2; // 8 floats: one 32-byte sector per time-lane
   groups_ = (n_ + elements_ - 1) / elements_;
-  step_ = joinStep();
 }
 
-/// The loop's kernels as one map sweep of element i: a load of a value stored
-/// earlier in the step becomes the local that computed it, stores stay, loads
-/// of a state one step back (delay = direction) are the registers s[p].
-CudaScanPrinter::Step CudaScanPrinter::joinStep() const {
-  Step step;
-  std::map<int, int> localOfStored;
-  for (int k : s_.kernels)
-    for (const Sweep &sw : p_.kernels[static_cast<size_t>(k)].sweeps) {
-      std::vector<int> renumbered;
-      for (const Instr &original : sw.body) {
-        Instr in = original;
-        for (Operand &o : in.args) {
-          if (o.kind == Operand::Kind::Local) {
-            o.local = renumbered[static_cast<size_t>(o.local)];
-            continue;
-          }
-          if (o.kind != Operand::Kind::Load || o.delay != 0) continue;
-          auto it = localOfStored.find(o.buffer);
-          if (it == localOfStored.end()) continue;
-          RNNC_ASSERT(!o.scalar && o.shift == 0, "a scan's step reads another element of its own values");
-          Operand local;
-          local.kind = Operand::Kind::Local;
-          local.local = it->second;
-          o = local;
-        }
-        int index = static_cast<int>(step.sweep.body.size());
-        renumbered.push_back(index);
-        if (in.store >= 0) localOfStored[in.store] = index;
-        step.sweep.body.push_back(in);
-      }
-    }
-  step.sweep.width = n_;
-  for (int b : scan_.states) step.stateLocals.push_back(localOfStored.at(b));
-  return step;
-}
 
 std::string CudaScanPrinter::name(const char *pass) const {
   return fmt::format("{}_{}_{}", newton() ? "newton" : "scan", stage_, pass);
@@ -400,16 +364,16 @@ std::string CudaScanPrinter::tangent(bool atGuess, const std::string &indent) {
 /// The loop's own step at element i of row q from the states s[], storing
 /// what its kernels store; s[] then holds the new states.
 std::string CudaScanPrinter::exactStep(const std::string &indent) {
-  std::string out = rowPointers(step_.sweep, true, indent);
+  std::string out = rowPointers(scan_.exactStep, true, indent);
   substitutes_.clear();
   for (size_t p = 0; p < scan_.states.size(); ++p) substitutes_[{scan_.states[p], s_.direction}] = fmt::format("s[{}]", p);
-  for (size_t j = 0; j < step_.sweep.body.size(); ++j) {
-    const Instr &in = step_.sweep.body[j];
+  for (size_t j = 0; j < scan_.exactStep.body.size(); ++j) {
+    const Instr &in = scan_.exactStep.body[j];
     out += fmt::format("{}const real v{} = {};\n", indent, j, mapExpr(in));
     if (in.store >= 0) out += fmt::format("{}{}[i] = v{};\n", indent, rowPointer(in.store, 0), j);
   }
   substitutes_.clear();
-  for (size_t p = 0; p < scan_.states.size(); ++p) out += fmt::format("{}s[{}] = v{};\n", indent, p, step_.stateLocals[p]);
+  for (size_t p = 0; p < scan_.states.size(); ++p) out += fmt::format("{}s[{}] = v{};\n", indent, p, scan_.exactStateLocals[p]);
   return out;
 }
 
@@ -719,7 +683,7 @@ std::string CudaScanPrinter::stageFunction() const {
   // loads and stores per element and step.
   std::set<std::pair<int, int32_t>> exactLoads, tangentLoads;
   std::set<int> stores, states(scan_.states.begin(), scan_.states.end());
-  for (const Instr &in : step_.sweep.body) {
+  for (const Instr &in : scan_.exactStep.body) {
     if (in.store >= 0) stores.insert(in.store);
     for (const Operand &o : in.args)
       if (o.kind == Operand::Kind::Load && !o.scalar && !(states.count(o.buffer) && o.delay == s_.direction))

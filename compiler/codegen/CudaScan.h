@@ -39,12 +39,6 @@ public:
   std::string stageFunction() const;
 
 private:
-  struct Step {  // the loop's kernels joined into one element's step, stores kept
-    Sweep sweep;
-    std::vector<int> stateLocals;
-  };
-  Step joinStep() const;
-
   bool newton() const { return scan_.plan == LoopPlan::Newton; }
   std::string name(const char *pass) const; // "scan_2_steps", "newton_1_solve"
   std::string stepAt(const std::string &j) const;
@@ -74,7 +68,6 @@ private:
   int stage_;
   const StageIR &s_;
   const ScanIR &scan_;
-  Step step_;
   int64_t n_, k_, elements_, groups_; // width, states, elements side by side in a warp, groups of them per row
 };
 

@@ -117,7 +117,9 @@ struct ScanIR {
   int64_t width = 0;           // n
   std::vector<int> states;     // buffers, k of them
   std::vector<int> stateLocals; // per state: the local of `step` that is its new value
-  Sweep step;
+  Sweep step;                   // no stores, only what the states need: its tangents are the coefficients
+  Sweep exactStep;              // every op of the loop's kernels, their stores kept
+  std::vector<int> exactStateLocals; // per state: the local of `exactStep` that is its new value
   int aggregates = -1;   // scratch [kScanChunks][B][n·(k·k + k)]: per chunk, A then b, coefficient-major
   int carries = -1;      // scratch [kScanChunks][B][n·k]: the state before each chunk
   int coefficients = -1; // Newton: scratch [T][B][n·(k·k + k)], each step's A_t and b_t at the guess

@@ -4,8 +4,9 @@
 // 2. The step: the kernels' map sweeps (all of width n) concatenated in issue
 //    order, locals renumbered, a load of a value stored earlier in the step
 //    replaced by the local that computed it; the local last stored to each
-//    state is its new value. Stores are dropped: the step computes, it keeps
-//    nothing; ops no state needs are pruned.
+//    state is its new value. That is the exact step (stores kept: what the
+//    CUDA scan runs over each run of steps); the step the tangents are taken
+//    of drops the stores and the ops no state needs.
 // 3. Scratch: chunk aggregates and carries; Newton also each step's
 //    coefficients.
 #include "codegen/ScanIR.h"
@@ -89,7 +90,6 @@ bool buildScanIR(Program &p, int stageIndex, LoopPlan plan, bool guarded, int it
         int index = static_cast<int>(scan.step.body.size());
         renumbered.push_back(index);
         if (in.store >= 0) localOfStored[in.store] = index;
-        in.store = -1;
         scan.step.body.push_back(in);
       }
     }
@@ -98,6 +98,9 @@ bool buildScanIR(Program &p, int stageIndex, LoopPlan plan, bool guarded, int it
     if (p.buffers[b].width != width) return why = "its states have different widths", false;
     scan.stateLocals.push_back(localOfStored.at(b));
   }
+  scan.exactStep = scan.step;
+  scan.exactStep.width = width;
+  scan.exactStateLocals = scan.stateLocals;
   // Prune what no state needs.
   std::vector<bool> live(scan.step.body.size(), false);
   for (int l : scan.stateLocals) live[static_cast<size_t>(l)] = true;
@@ -110,6 +113,7 @@ bool buildScanIR(Program &p, int stageIndex, LoopPlan plan, bool guarded, int it
   for (size_t i = 0; i < scan.step.body.size(); ++i) {
     if (!live[i]) continue;
     Instr in = scan.step.body[i];
+    in.store = -1;
     for (Operand &o : in.args)
       if (o.kind == Operand::Kind::Local) o.local = kept[static_cast<size_t>(o.local)];
     kept[i] = static_cast<int>(body.size());
