@@ -6,8 +6,12 @@ oneDNN's LSTM and lbr-GRU primitives (bench/onednn, built separately: see
 docs/benchmarks/cpu.md). Rounds alternate rnnc and oneDNN so both see the same
 machine; the table quotes medians over rounds and the ratios of the medians.
 
+--baseline OTHER_RNNC adds another rnnc build (say, main before a change, built in
+a worktree) to the same alternating rounds: its column and the ratio of the medians
+(above 1: this build is faster), for before/after comparisons on one noisy machine.
+
 Usage: tools/bench-cpu.py [--rnnc build/rnnc] [--onednn build-bench/onednn-bench]
-                          [--rounds 5] [--runs 20] [--batch 1 32] [--markdown]"""
+                          [--baseline OTHER_RNNC] [--rounds 5] [--runs 20] [--batch 1 32]"""
 import argparse
 import json
 import os
@@ -44,6 +48,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rnnc", default=os.path.join(ROOT, "build", "rnnc"))
     ap.add_argument("--onednn", default=os.path.join(ROOT, "build-bench", "onednn-bench"))
+    ap.add_argument("--baseline", default=None, help="another rnnc binary timed in the same rounds")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--batch", type=int, nargs="+", default=[1, 32])
@@ -57,8 +62,10 @@ def main():
     rows = []
     for cell in args.cells:
         for B in args.batch:
-            opt, o0, dnn, mem = [], [], [], None
+            opt, o0, dnn, base, mem = [], [], [], [], None
             for _ in range(args.rounds):
+                if args.baseline:
+                    base.append(rnnc_bench(args.baseline, cell, B, args.seq, args.runs, args.size)["optimized"]["fwdbwd_ms"])
                 r = rnnc_bench(args.rnnc, cell, B, args.seq, args.runs, args.size)
                 opt.append(r["optimized"]["fwdbwd_ms"])
                 o0.append(r["O0"]["fwdbwd_ms"])
@@ -70,13 +77,23 @@ def main():
             saved = saved_bytes(args.rnnc, cell, args.size) * args.seq * B
             target = (saved + 3 * mem["param_bytes"]) * 1.1  # saved + params + Adam's two moments, + 10 %
             rows.append((cell, B, m_opt, m_o0, m_dnn, m_o0 / m_opt, m_dnn / m_opt, mem["training_bytes"], target,
-                         min(opt), max(opt)))
-            print(f"# {cell} B={B}: rnnc {opt}  -O0 {o0}  oneDNN {dnn}", file=sys.stderr, flush=True)
+                         min(opt), max(opt), base))
+            print(f"# {cell} B={B}: rnnc {opt}  -O0 {o0}  oneDNN {dnn}" + (f"  baseline {base}" if base else ""),
+                  file=sys.stderr, flush=True)
     print(f"machine: {machine()}; T = {args.seq}, I = H = {args.size}; medians of {args.rounds} rounds of "
           f"{args.runs} runs each (ms per forward+backward step)\n")
+    if args.baseline:
+        print(f"baseline: {args.baseline}\n")
+        print("| cell | B | rnnc ms | rnnc range | baseline ms | baseline range | vs baseline |")
+        print("|---|---:|---:|---:|---:|---:|---:|")
+        for cell, B, o, *_, lo, hi, base in rows:
+            m = statistics.median(base)
+            print(f"| {cell} | {B} | {o:.2f} | {lo:.2f}–{hi:.2f} | {m:.2f} | {min(base):.2f}–{max(base):.2f} | "
+                  f"{m / o:.2f}x |")
+        return 0
     print("| cell | B | rnnc ms | rnnc range | -O0 ms | oneDNN ms | vs -O0 | vs oneDNN | training MB | target MB |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for cell, B, o, z, d, rz, rd, tb, tgt, lo, hi in rows:
+    for cell, B, o, z, d, rz, rd, tb, tgt, lo, hi, _ in rows:
         print(f"| {cell} | {B} | {o:.2f} | {lo:.2f}–{hi:.2f} | {z:.2f} | {d:.2f} | {rz:.2f}x | {rd:.2f}x | "
               f"{tb / 1e6:.1f} | {tgt / 1e6:.1f} |")
 

@@ -151,11 +151,6 @@ const rnnc_model *loadCompiledModel(const codegen::Bundle &b, bool f64, std::str
       }
     }
   }
-  // OpenMP (the kernels) and OpenBLAS (its own threads) share the cores: idle
-  // OpenMP threads must sleep, not spin, or every GEMM waits for a core. Set
-  // before the library (and with it libgomp) is first loaded; a user's own
-  // setting wins.
-  ::setenv("OMP_WAIT_POLICY", "passive", 0);
   void *handle = ::dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
     error = fmt::format("cannot load {}: {}", lib.string(), ::dlerror());

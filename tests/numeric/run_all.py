@@ -15,6 +15,8 @@
                            gradients against finite differences
   test_time_parallel.py    loops run in parallel over time (scans, Newton)
                            equal the same loops run step by step, f64 and f32
+  test_threads.py          the compiled engine gives the same bits with 1, 2
+                           and 3 threads, under several OpenBLAS core types
 
 Usage: run_all.py [--rnnc PATH] [-j N] [-k SUBSTRING]
 Prints one line per case, then `N passed, M failed`; exits 1 on any failure.
@@ -38,6 +40,7 @@ import numlib as nl  # noqa: E402
 import test_compiled  # noqa: E402
 import test_directional  # noqa: E402
 import test_gradients  # noqa: E402
+import test_threads  # noqa: E402
 import test_time_parallel  # noqa: E402
 import test_torch_semantics  # noqa: E402
 
@@ -54,7 +57,8 @@ def main():
         print("0 passed, 1 failed")
         return 1
     cases = []
-    for mod in (test_torch_semantics, test_gradients, test_directional, test_compiled, test_time_parallel):
+    for mod in (test_torch_semantics, test_gradients, test_directional, test_compiled, test_time_parallel,
+                test_threads):
         cases += [c for c in mod.cases(rnnc) if args.k in c[0]]
     t0 = time.time()
     passed, failed = nl.run_cases(cases, workers=args.j)

@@ -16,8 +16,10 @@
   memory      --max-memory below the plan, and a --bptt x --batch larger than
               the machine, are refused with the figures before anything is
               written
-  determinism two runs with the same seed, one with 1 BLAS thread and one with
-              2, write the same checkpoint bytes and log; another seed does not
+  determinism two runs with the same seed, one with 1 thread (OpenMP and BLAS)
+              and one with 2, write the same checkpoint bytes and log, under
+              OpenBLAS's own core type, Haswell and one more (SkylakeX on an
+              AVX-512 machine, else Sandybridge); another seed does not
   sigkill     a text run with a checkpoint every step, SIGKILLed at random
               moments (a third of them while a checkpoint is being written)
               and resumed each time, ends with the same checkpoint bytes and
@@ -208,20 +210,41 @@ def docs_corpus(work):
     return corpus
 
 
+def core_types():
+    """OPENBLAS_CORETYPE values to train under ("" is OpenBLAS's own pick): Haswell (AVX2, where this
+    issue was first seen) and one more where the machine runs it (SkylakeX with AVX-512, else Sandybridge)."""
+    flags = set()
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((set(l.split(":", 1)[1].split()) for l in f if l.startswith("flags")), set())
+    except OSError:
+        pass
+    if not {"avx2", "fma"} <= flags:
+        return [""]
+    return ["", "Haswell", "SkylakeX" if {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= flags else "Sandybridge"]
+
+
 def check_determinism(rnnc, work, env):
     corpus = docs_corpus(work)
     base = [rnnc, "train", os.path.join(SAMPLES, "lstm.rnn"), "-D", "H=128", "--task", f"text:{corpus}",
             "--bptt", "20", "--batch", "32", "--steps", "10", "--quiet"]
     out = {}
-    for name, seed, threads in (("a", "7", "1"), ("b", "7", "2"), ("c", "8", "2")):
+    runs = [(core, "7", threads) for core in core_types() for threads in ("1", "2")] + [("", "8", "2")]
+    for core, seed, threads in runs:
+        name = f"{core or 'default'}-{seed}-{threads}"
         ck, log = os.path.join(work, f"det-{name}.ckpt"), os.path.join(work, f"det-{name}.csv")
-        run(base + ["--seed", seed, "--save", ck, "--log", log],
-            dict(env, OPENBLAS_NUM_THREADS=threads, OMP_NUM_THREADS=threads))
+        run_env = dict(env, OPENBLAS_NUM_THREADS=threads, OMP_NUM_THREADS=threads)
+        if core:
+            run_env["OPENBLAS_CORETYPE"] = core
+        run(base + ["--seed", seed, "--save", ck, "--log", log], run_env)
         with open(ck, "rb") as f, open(log) as g:
-            out[name] = (f.read(), [r[:5] for r in csv.reader(g)])
-    assert out["a"] == out["b"], "the same seed gave different training (1 vs 2 threads)"
-    assert out["a"][0] != out["c"][0], "another seed gave the same checkpoint"
-    return "seed 7 with 1 and 2 threads: identical checkpoint and log; seed 8 differs"
+            out[core, seed, threads] = (f.read(), [r[:5] for r in csv.reader(g)])
+    for core in core_types():
+        assert out[core, "7", "1"] == out[core, "7", "2"], \
+            f"the same seed gave different training (1 vs 2 threads, core type {core or 'default'})"
+    assert out["", "7", "2"][0] != out["", "8", "2"][0], "another seed gave the same checkpoint"
+    types = ", ".join(c or "default" for c in core_types())
+    return f"seed 7 with 1 and 2 threads: identical checkpoint and log under each core type ({types}); seed 8 differs"
 
 
 def check_sigkill(rnnc, work, env):

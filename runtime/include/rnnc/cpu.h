@@ -18,6 +18,7 @@
 #include <cstring>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 namespace rnnc::cpu {
 
@@ -67,29 +68,137 @@ template <class T> inline T silu(T x) { return x * sigmoid(x); }
 template <class T> inline T step(T x) { return x > T(0) ? T(1) : T(0); }
 template <class T> inline T sign(T x) { return x > T(0) ? T(1) : x < T(0) ? T(-1) : T(0); }
 
-/// C[M][N] = alpha · op(A) · op(B) + beta · C, row-major; op transposes when asked.
-/// lda, ldb, ldc are the row lengths of A, B, C as stored.
-/// One row (a single sequence in a loop) is a matrix-vector product.
-inline void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, const float *B, float *C, float beta) {
-  if (M <= 0 || N <= 0) return;
-  if (M == 1 && !ta) {
-    if (tb) cblas_sgemv(CblasRowMajor, CblasNoTrans, N, K, 1.0f, B, K, A, 1, beta, C, 1);
-    else cblas_sgemv(CblasRowMajor, CblasTrans, K, N, 1.0f, B, N, A, 1, beta, C, 1);
+// GEMMs (docs/reliability.md, "Determinism"). A BLAS that spreads one product over its own
+// threads cuts it by the thread count, and which of its kernels (a vector block or an edge, a
+// different order of the sum) computes an element follows the cut. So rnnc cuts each product
+// itself, into tiles fixed by the shape alone, and the BLAS computes each tile on the thread
+// that calls it: every element's sum runs in the same order for any number of threads.
+
+/// OpenBLAS runs on the calling thread from the first GEMM on. Its pthreads build obeys
+/// openblas_set_num_threads(1); its OpenMP build stays on one thread inside an OpenMP team, which
+/// is where gemm() calls it (there, openblas_set_num_threads would also set OpenMP's own count).
+inline bool blas_in_team() {
+#ifdef OPENBLAS_VERSION
+  static const bool in_team = [] {
+    if (openblas_get_parallel() != 2) openblas_set_num_threads(1);
+    return openblas_get_parallel() == 2;
+  }();
+  return in_team;
+#else
+  return false;
+#endif
+}
+
+/// A product's cut into tiles of C: `rows` × `cols` tiles of at most row_step × col_step. It
+/// depends on M, N and K only. Tiles have at least kTileMacs multiply-adds where the product
+/// allows (a matrix-vector product, memory-bound, kVectorMacs), at most kMaxTiles of them. The
+/// longer side is halved first, down to 128 rows or columns (64 for a vector), so tiles stay square-ish (a tile
+/// packs K × (its rows + its columns) for rows × columns × K of work); column steps are
+/// multiples of 16, so every tile but the last is whole vectors.
+struct GemmTiles {
+  int64_t rows, cols, row_step, col_step;
+};
+inline GemmTiles gemm_tiles(int64_t M, int64_t N, int64_t K) {
+  constexpr double kTileMacs = 1 << 21, kVectorMacs = 1 << 16;
+  constexpr int64_t kMaxTiles = 64;
+  const int64_t kMinSide = M == 1 ? 64 : 128;
+  const auto ceil_div = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
+  const double macs = double(M) * double(N) * double(std::max<int64_t>(K, 1));
+  const double want = std::min(macs / (M == 1 ? kVectorMacs : kTileMacs), double(kMaxTiles));
+  int64_t rows = 1, cols = 1;
+  while (double(rows * cols * 2) <= want) {
+    const int64_t m = M / rows, n = N / cols;
+    if (m >= n && m >= 2 * kMinSide) rows *= 2;
+    else if (n >= 2 * kMinSide) cols *= 2;
+    else if (m >= 2 * kMinSide) rows *= 2;
+    else break;
+  }
+  const int64_t col_step = ceil_div(ceil_div(N, cols), 16) * 16, row_step = ceil_div(M, rows);
+  return {ceil_div(M, row_step), ceil_div(N, col_step), row_step, col_step};
+}
+
+/// One tile: rows [r0, r0 + m) and columns [c0, c0 + n) of C, by one BLAS call on this thread.
+/// A single row (one sequence in a loop) is a matrix-vector product.
+inline void gemm_tile(bool ta, bool tb, int64_t M, int64_t N, int64_t K, int64_t r0, int64_t m, int64_t c0, int64_t n,
+                      const float *A, const float *B, float *C, float beta) {
+  const float *a = ta ? A + r0 : A + r0 * K, *b = tb ? B + c0 * K : B + c0;
+  float *c = C + r0 * N + c0;
+  if (m == 1 && !ta) {
+    if (tb) cblas_sgemv(CblasRowMajor, CblasNoTrans, n, K, 1.0f, b, K, a, 1, beta, c, 1);
+    else cblas_sgemv(CblasRowMajor, CblasTrans, K, n, 1.0f, b, N, a, 1, beta, c, 1);
     return;
   }
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, 1.0f, A,
-              ta ? M : K, B, tb ? K : N, beta, C, N);
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, K, 1.0f, a,
+              ta ? M : K, b, tb ? K : N, beta, c, N);
+}
+inline void gemm_tile(bool ta, bool tb, int64_t M, int64_t N, int64_t K, int64_t r0, int64_t m, int64_t c0, int64_t n,
+                      const double *A, const double *B, double *C, double beta) {
+  const double *a = ta ? A + r0 : A + r0 * K, *b = tb ? B + c0 * K : B + c0;
+  double *c = C + r0 * N + c0;
+  if (m == 1 && !ta) {
+    if (tb) cblas_dgemv(CblasRowMajor, CblasNoTrans, n, K, 1.0, b, K, a, 1, beta, c, 1);
+    else cblas_dgemv(CblasRowMajor, CblasTrans, K, n, 1.0, b, N, a, 1, beta, c, 1);
+    return;
+  }
+  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, K, 1.0, a,
+              ta ? M : K, b, tb ? K : N, beta, c, N);
+}
+
+/// y[N] = a · B + beta · y for one row a[K] and B stored [K][N]. Cut by columns, each tile would
+/// read B in short strided pieces (1.7x slower than one call at N = 256, K = 1024), so the cut is
+/// by rows of B instead: fixed chunks (from N and K alone), each chunk's partial product by one
+/// BLAS call into `parts`, then the partials added to y in chunk order.
+template <class E> inline void gemv_by_rows(int64_t N, int64_t K, const E *a, const E *B, E *y, E beta, bool in_team) {
+  constexpr int64_t kChunkMacs = 1 << 16, kMaxChunks = 16;
+  const int64_t want = std::clamp<int64_t>(N * K / kChunkMacs, 1, std::min<int64_t>(kMaxChunks, std::max<int64_t>(K, 1)));
+  const int64_t step = (K + want - 1) / want, chunks = K > 0 ? (K + step - 1) / step : 1;
+  const auto gemv = [&](int64_t k0, int64_t rows, E b, E *out) {
+    if constexpr (sizeof(E) == sizeof(float))
+      cblas_sgemv(CblasRowMajor, CblasTrans, rows, N, 1.0f, B + k0 * N, N, a + k0, 1, b, out, 1);
+    else cblas_dgemv(CblasRowMajor, CblasTrans, rows, N, 1.0, B + k0 * N, N, a + k0, 1, b, out, 1);
+  };
+  if (chunks == 1 && !in_team) return gemv(0, K, beta, y);
+  if (chunks == 1) {
+#pragma omp parallel for
+    for (int c = 0; c < 1; ++c) gemv(0, K, beta, y);
+    return;
+  }
+  thread_local std::vector<E> parts;
+  parts.resize(size_t(chunks * N));
+  E *p = parts.data();
+#pragma omp parallel for schedule(static)
+  for (int64_t c = 0; c < chunks; ++c) gemv(c * step, std::min(step, K - c * step), E(0), p + c * N);
+  for (int64_t n = 0; n < N; ++n) {
+    E sum = beta == E(0) ? E(0) : beta * y[n];
+    for (int64_t c = 0; c < chunks; ++c) sum += p[c * N + n];
+    y[n] = sum;
+  }
+}
+
+/// C[M][N] = op(A) · op(B) + beta · C, row-major; op transposes when asked. A, B and C are
+/// stored whole: A as [M][K] (ta: [K][M]), B as [K][N] (tb: [N][K]), C as [M][N]. The tiles
+/// (gemm_tiles) run in an OpenMP team when there are several.
+template <class E>
+inline void gemm_tiled(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const E *A, const E *B, E *C, E beta) {
+  if (M <= 0 || N <= 0) return;
+  const GemmTiles g = gemm_tiles(M, N, K);
+  const int64_t tiles = g.rows * g.cols;
+  const auto tile = [&](int64_t i) {
+    const int64_t r0 = (i / g.cols) * g.row_step, c0 = (i % g.cols) * g.col_step;
+    gemm_tile(ta, tb, M, N, K, r0, std::min(g.row_step, M - r0), c0, std::min(g.col_step, N - c0), A, B, C, beta);
+  };
+  const bool in_team = blas_in_team(); // first: it also keeps OpenBLAS on the calling thread
+  if (M == 1 && !ta && !tb) return gemv_by_rows(N, K, A, B, C, beta, in_team);
+  if (tiles == 1 && !in_team) return tile(0);
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < tiles; ++i) tile(i);
+}
+inline void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float *A, const float *B, float *C, float beta) {
+  gemm_tiled(ta, tb, M, N, K, A, B, C, beta);
 }
 inline void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const double *A, const double *B, double *C,
                  double beta) {
-  if (M <= 0 || N <= 0) return;
-  if (M == 1 && !ta) {
-    if (tb) cblas_dgemv(CblasRowMajor, CblasNoTrans, N, K, 1.0, B, K, A, 1, beta, C, 1);
-    else cblas_dgemv(CblasRowMajor, CblasTrans, K, N, 1.0, B, N, A, 1, beta, C, 1);
-    return;
-  }
-  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, 1.0, A,
-              ta ? M : K, B, tb ? K : N, beta, C, N);
+  gemm_tiled(ta, tb, M, N, K, A, B, C, beta);
 }
 
 /// Rows [first, first + rows) of a [*][B][width] array set to zero.
@@ -111,7 +220,8 @@ template <class E> inline void read_rows(const E *a, int64_t first, int64_t rows
 /// scratch), each at least two steps; 0 where the loop runs step by step.
 /// `guarded` (--time-parallel auto): also 0 where the cost model expects the
 /// steps to be faster, from `elements` (B·n·k state values a step), Newton's
-/// `iterations` (0: a scan) and the threads OpenMP would use. The
+/// `iterations` (0: a scan) and the machine's processors (not OMP_NUM_THREADS,
+/// so that a loop runs the same way, to the bit, for any thread count). The
 /// environment's RNNC_TIME_PARALLEL=off runs every such loop step by step.
 inline int64_t scan_chunks(int64_t T, int64_t elements, int iterations, bool guarded) {
   static const bool off = [] {
@@ -122,7 +232,7 @@ inline int64_t scan_chunks(int64_t T, int64_t elements, int iterations, bool gua
   if (chunks < 2 || off) return 0;
   if (!guarded) return chunks;
 #ifdef _OPENMP
-  const double threads = omp_get_max_threads();
+  const double threads = omp_get_num_procs(); // the machine's, not OMP_NUM_THREADS: the same bits for any count
 #else
   const double threads = 1;
 #endif
