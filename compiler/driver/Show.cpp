@@ -3,6 +3,7 @@
 #include "analysis/Recurrence.h"
 #include "passes/PlanTimeParallel.h"
 #include "ir/Printer.h"
+#include "support/Crash.h"
 
 #include <fmt/format.h>
 #include <map>
@@ -130,6 +131,30 @@ std::string memoryText(const Compilation &c) {
                      "and sequence ({} without sharing)\n",
                      c.graph.name, m.savedBytesPerStep, saved.empty() ? "nothing" : saved, m.buffers,
                      m.bufferBytesPerStep, m.unsharedBytesPerStep);
+}
+
+std::string loopPlansText(const Compilation &c) {
+  std::vector<std::string> reasons;
+  std::vector<LoopPlan> plans = chooseLoopPlans(c, &reasons);
+  std::string out;
+  for (size_t l = 0; l < c.time.loops.size(); ++l) {
+    LoopPlan plan = l < c.loopPlans.size() ? c.loopPlans[l] : LoopPlan::Sequential;
+    out += fmt::format("loop {}: {}", l, loopPlanName(plan));
+    if (plan == LoopPlan::Sequential && !reasons[l].empty()) out += ": " + reasons[l];
+    out += "\n";
+  }
+  return out.empty() ? "no loops\n" : out;
+}
+
+std::string passDumpText(PassDump dump, const Compilation &c, const SourceManager &sm) {
+  switch (dump) {
+  case PassDump::Graph: return printGraph(c.graph, sm);
+  case PassDump::GraphTimeClasses: return printGraph(c.graph, sm) + timeClassesText(c);
+  case PassDump::LoopPlans: return timeClassesText(c) + loopPlansText(c);
+  case PassDump::Schedule: return scheduleText(c, sm);
+  case PassDump::Memory: return memoryText(c);
+  }
+  RNNC_UNREACHABLE("unknown pass dump");
 }
 
 /// Text inside a Graphviz double-quoted string: `"` and `\` escaped (a file

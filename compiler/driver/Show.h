@@ -4,6 +4,8 @@
 #pragma once
 
 #include "passes/Compilation.h"
+#include "passes/Pipeline.h"
+#include "support/SourceManager.h"
 
 #include <functional>
 #include <string>
@@ -15,6 +17,10 @@ std::string scheduleText(const Compilation &c, const SourceManager &sm);
 std::string timeClassesText(const Compilation &c);
 /// The memory plan: values saved for backward, buffers after sharing.
 std::string memoryText(const Compilation &c);
+/// "loop 0: scan" (or "sequential: <why>") per loop: what plan-time-parallel decided.
+std::string loopPlansText(const Compilation &c);
+/// What `show --after` prints after a pass of this kind (the registry's PassInfo::dump).
+std::string passDumpText(PassDump dump, const Compilation &c, const SourceManager &sm);
 /// `link`, when given, names a URL for a node (`URL=` in the dot text; the
 /// SVG makes the node a link); an empty one adds nothing.
 std::string graphDot(const Compilation &c, const SourceManager &sm,

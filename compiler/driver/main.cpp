@@ -541,16 +541,16 @@ int run(int argc, char **argv) {
       fmt::print(stderr, "rnnc: error: --json goes with --stats\n");
       return kExitUserError;
     }
-    const auto &names = passNames();
-    if (!after.empty() && std::find(names.begin(), names.end(), after) == names.end()) {
-      std::string list;
-      for (const auto &n : names) list += (list.empty() ? "" : ", ") + n;
-      fmt::print(stderr, "rnnc: error: no pass '{}' (the passes are: {})\n", after, list);
+    const PassInfo *afterPass = after.empty() ? nullptr : findPass(after);
+    if (!after.empty() && !afterPass) {
+      fmt::print(stderr, "rnnc: error: no pass '{}' (the passes are: {})\n", after, passNameList());
       return kExitUserError;
     }
-    if (showOpts.o0 && !after.empty() && (after == "canonicalize" || after == "hoist-time-parallel" || after == "stack-gemms")) {
-      fmt::print(stderr, "rnnc: error: {} does not run at -O0 (it runs lower, classify-time, fuse-pointwise, "
-                         "schedule and plan-memory)\n", after);
+    if (showOpts.o0 && afterPass && !afterPass->atO0) {
+      std::string atO0;
+      for (const PassInfo &p : passRegistry())
+        if (p.atO0) atO0 += (atO0.empty() ? "" : ", ") + std::string(p.name);
+      fmt::print(stderr, "rnnc: error: {} does not run at -O0 (it runs {})\n", after, atO0);
       return kExitUserError;
     }
     auto r = readFile(showOpts);
@@ -567,10 +567,7 @@ int run(int argc, char **argv) {
       PassObserver observe = [&](const std::string &pass, const Compilation &c, bool changed) {
         if (pass == after || (all && changed)) {
           dumps += fmt::format("// ----- after {} -----\n", pass);
-          if (pass == "plan-memory") dumps += memoryText(c);
-          else if (pass == "classify-time") dumps += printGraph(c.graph, r->sm) + timeClassesText(c);
-          else if (pass == "fuse-pointwise" || pass == "schedule") dumps += scheduleText(c, r->sm);
-          else dumps += printGraph(c.graph, r->sm);
+          dumps += passDumpText(findPass(pass)->dump, c, r->sm);
         }
       };
       std::unique_ptr<Compilation> c, withBackward;

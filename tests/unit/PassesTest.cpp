@@ -941,15 +941,32 @@ TEST_CASE("pipeline: the observer sees every pass in order", "[passes][pipeline]
   REQUIRE(runPipeline(r->c, *r->fe->diags, [&](const std::string &pass, const Compilation &, bool) {
     seen.push_back(pass);
   }));
-  std::vector<std::string> expected(passNames().begin() + 1, passNames().end());
+  std::vector<std::string> expected;
+  for (const PassInfo &p : passRegistry())
+    if (p.run) expected.push_back(p.name);
   CHECK(seen == expected);
+  CHECK(expected.front() == "canonicalize");
+  CHECK(std::count(expected.begin(), expected.end(), "plan-time-parallel") == 1);
   auto o0 = lowered(kLstm);
   o0->c.optimize = false;
   seen.clear();
   REQUIRE(runPipeline(o0->c, *o0->fe->diags, [&](const std::string &pass, const Compilation &, bool) {
     seen.push_back(pass);
   }));
-  CHECK(seen == std::vector<std::string>{"classify-time", "fuse-pointwise", "schedule", "plan-memory"});
+  CHECK(seen == std::vector<std::string>{"classify-time", "plan-time-parallel", "fuse-pointwise", "schedule", "plan-memory"});
+}
+
+TEST_CASE("pipeline: the registry names each pass once, and what a pass needs comes before it", "[passes][pipeline]") {
+  std::set<std::string> names, provided;
+  for (const PassInfo &p : passRegistry()) {
+    CHECK(names.insert(p.name).second);
+    CHECK(findPass(p.name) == &p);
+    CHECK(std::string(p.contract).size() > 20);
+    for (const char *need : p.needs) CHECK(provided.count(need) == 1);
+    for (const char *fact : p.provides) provided.insert(fact);
+  }
+  CHECK(findPass("no-such-pass") == nullptr);
+  CHECK(passRegistry().front().name == std::string("lower"));
 }
 
 TEST_CASE("pipeline: each stage's nodes are exactly its kernels' nodes", "[passes][pipeline]") {
