@@ -173,11 +173,25 @@ static nlohmann::json manifestOf(const Program &p, const SourceManager &sm, cons
   return m;
 }
 
-Bundle printBundle(const Program &p, const SourceManager &sm, const std::string &target, const CudaOptions *cuda) {
+const char *targetName(Target t) {
+  switch (t) {
+  case Target::Cpu: return "cpu";
+  case Target::Cuda: return "cuda";
+  }
+  return "cpu";
+}
+
+std::optional<Target> parseTarget(std::string_view name) {
+  for (Target t : {Target::Cpu, Target::Cuda})
+    if (name == targetName(t)) return t;
+  return std::nullopt;
+}
+
+Bundle printBundle(const Program &p, const SourceManager &sm, Target target, const CudaOptions *cuda) {
   Bundle b;
   b.model = modelIdentifier(p.name);
   b.target = target;
-  if (target == "cuda") {
+  if (target == Target::Cuda) {
     CudaOptions plain;
     const CudaOptions &o = cuda ? *cuda : plain;
     b.source = printCudaModule(p, sm, o);
@@ -189,8 +203,8 @@ Bundle printBundle(const Program &p, const SourceManager &sm, const std::string 
   size_t at = b.source.find(kHashPlaceholder);
   if (at != std::string::npos) b.source.replace(at, std::string(kHashPlaceholder).size(), b.hash);
   b.header = headerText(p, b.hash);
-  b.manifest = manifestOf(p, sm, target, b.hash);
-  if (target == "cuda") {
+  b.manifest = manifestOf(p, sm, targetName(target), b.hash);
+  if (target == Target::Cuda) {
     CudaOptions plain;
     const CudaOptions &o = cuda ? *cuda : plain;
     b.manifest["cuda"] = {{"jit", o.jit}, {"tf32", o.tf32}, {"cuda_graphs", o.cudaGraphs}};

@@ -7,13 +7,24 @@
 #include "support/SourceManager.h"
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace rnnc::codegen {
 
+/// Where a bundle's kernels run: C++ with OpenMP and CBLAS, or CUDA with cuBLAS.
+enum class Target : uint8_t { Cpu, Cuda };
+
+/// "cpu" or "cuda": how the command line, the manifest and the page spell it.
+const char *targetName(Target t);
+
+/// The target spelled `name`, or nullopt.
+std::optional<Target> parseTarget(std::string_view name);
+
 struct Bundle {
   std::string model;    // the C identifier files and symbols are named after
-  std::string target = "cpu"; // "cpu" or "cuda"
+  Target target = Target::Cpu;
   std::string source;   // <model>.cpp, or <model>.cu
   std::string sourceExtension = "cpp";
   std::string header;   // <model>.h
@@ -31,8 +42,8 @@ std::string abiTable(const Program &p, bool cuda = false);
 
 struct CudaOptions;
 
-/// Prints the bundle for `target` ("cpu" or "cuda"; `cuda` says how).
-Bundle printBundle(const Program &p, const SourceManager &sm, const std::string &target, const CudaOptions *cuda = nullptr);
+/// Prints the bundle for `target` (for CUDA, `cuda` says how).
+Bundle printBundle(const Program &p, const SourceManager &sm, Target target, const CudaOptions *cuda = nullptr);
 
 /// Writes DIR/<model>.{cpp or cu,h,json} and DIR/.clang-format, each through a
 /// temporary file renamed into place. A .clang-format already there with other

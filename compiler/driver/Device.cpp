@@ -30,13 +30,13 @@ bool cudaDeviceAvailable(std::string &why) {
   return known == 1;
 }
 
-std::string resolveDevice(const std::string &asked) {
+std::optional<codegen::Target> resolveDevice(const std::string &asked) {
   std::string why;
-  if (asked == "cpu") return "cpu";
-  if (cudaDeviceAvailable(why)) return "cuda";
-  if (asked == "auto") return "cpu";
+  if (asked == "cpu") return codegen::Target::Cpu;
+  if (cudaDeviceAvailable(why)) return codegen::Target::Cuda;
+  if (asked == "auto") return codegen::Target::Cpu;
   fmt::print(stderr, "rnnc: error: --device cuda: no CUDA device: {}; --device cpu runs the generated C++\n", why);
-  return "";
+  return std::nullopt;
 }
 
 } // namespace rnnc

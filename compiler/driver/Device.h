@@ -3,6 +3,9 @@
 // machines with no CUDA driver and says "no CUDA device" when one is asked for.
 #pragma once
 
+#include "codegen/Bundle.h"
+
+#include <optional>
 #include <string>
 
 namespace rnnc {
@@ -10,8 +13,8 @@ namespace rnnc {
 /// True when libcuda.so.1 loads and reports at least one device; else `why`.
 bool cudaDeviceAvailable(std::string &why);
 
-/// "cpu" or "cuda" for `asked` (auto, cpu, cuda); "" after printing an error
-/// when cuda is asked for and there is none.
-std::string resolveDevice(const std::string &asked);
+/// The target that runs for `asked` (auto, cpu, cuda); nullopt after printing
+/// an error when cuda is asked for and there is none.
+std::optional<codegen::Target> resolveDevice(const std::string &asked);
 
 } // namespace rnnc

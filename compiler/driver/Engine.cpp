@@ -90,7 +90,7 @@ static std::string envFlags(const char *name) {
 }
 
 const rnnc_model *loadCompiledModel(const codegen::Bundle &b, bool f64, std::string &error) {
-  bool cuda = b.target == "cuda";
+  bool cuda = b.target == codegen::Target::Cuda;
   std::string flags, libs;
   if (cuda) { // host code only: the kernels are compiled by NVRTC when the model first runs
     std::string home = cudaHome();

@@ -171,7 +171,7 @@ std::string summary(const ReportInput &in) {
                      "<code>--target {}</code>{}</p>\n",
                      escape(in.sm->name(in.mainFile)), escape(RNNC_VERSION), p.kernels.size(),
                      p.stages.size() + (p.epilogue.empty() ? 0 : 1), streams, streams == 1 ? "" : "s",
-                     escape(in.bundle->target), in.drawn->optimize ? "" : " · -O0");
+                     escape(codegen::targetName(in.bundle->target)), in.drawn->optimize ? "" : " · -O0");
   out += "<nav><a href=\"#equations\">Equations</a><a href=\"#graph\">Graph</a><a href=\"#schedule\">Schedule</a>"
          "<a href=\"#kernels\">Kernels</a><a href=\"#stats\">Stats</a><a href=\"#code\">Emitted code</a></nav>\n";
   return out;
@@ -373,7 +373,7 @@ std::string codeSection(const ReportInput &in, const std::vector<std::string_vie
   std::string out = fmt::format("<h2 id=\"code\">Emitted code: {}.{}</h2>\n<p class=\"note\">What <code>rnnc compile "
                                 "--target {}</code> writes; each kernel's name links back to its row in the "
                                 "kernel table.</p>\n<pre class=\"code\">",
-                                escape(b.model), escape(b.sourceExtension), escape(b.target));
+                                escape(b.model), escape(b.sourceExtension), escape(codegen::targetName(b.target)));
   for (size_t i = 0; i < lines.size(); ++i) {
     auto it = namesAt.find(static_cast<int>(i));
     if (it == namesAt.end()) {

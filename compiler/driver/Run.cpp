@@ -98,18 +98,16 @@ static InterpResult runCompiled(const Graph &g, const InterpInputs &in, const Ru
   const SourceManager &sm = o.sm ? *o.sm : scratch;
   DiagnosticEngine diags(sm);
   diags.setCapture(true);
-  Compilation c;
-  c.graph = g;
-  c.optimize = o.optimize;
-  c.timeParallel = o.timeParallel;
-  if (!runPipeline(c, diags)) fail(diags.captured().empty() ? "the pipeline failed" : diags.captured().front().message);
-  codegen::Program program;
+  auto c = compileGraph(g, o.compile, diags);
+  if (!c) fail(diags.captured().empty() ? "the pipeline failed" : diags.captured().front().message);
+  BundleOptions b;
+  b.target = o.device;
+  b.cuda = o.cuda;
+  b.cuda.jit = true; // host code built by the system compiler, kernels by NVRTC
   std::string error;
-  if (!codegen::buildProgram(c, program, error)) fail(error);
-  codegen::CudaOptions jit = o.cuda;
-  jit.jit = true; // host code built by the system compiler, kernels by NVRTC
-  codegen::Bundle bundle = codegen::printBundle(program, sm, o.device, &jit);
-  const rnnc_model *m = loadCompiledModel(bundle, o.f64, error);
+  auto bundle = bundleOf(*c, nullptr, sm, b, error);
+  if (!bundle) fail(error);
+  const rnnc_model *m = loadCompiledModel(*bundle, o.f64, error);
   if (!m) fail(error);
   InterpResult r;
   if (!runLoadedModel(*m, in, o.grad, r, error, o.maxMemory)) fail(error);
@@ -291,85 +289,6 @@ int runGraph(Graph g, const RunOptions &o) {
     fmt::print(stderr, "rnnc: error: {}\n", e.message);
     return 1;
   }
-}
-
-std::map<std::string, InitRule> initRules(const Elaboration &e) {
-  // Each param of a cell instance: uniform in ±1/sqrt(H), H the width of the
-  // cell's first output (torch's rule for its recurrent cells). A model's own
-  // params: an embedding table N(0, 1) (torch.nn.Embedding); a matrix
-  // uniform in ±1/sqrt(columns) and a vector in ±1/sqrt(its length)
-  // (torch.nn.Linear's rule, by fan-in).
-  std::map<std::string, double> bound;
-  std::set<std::string> tables;
-  std::function<void(const ElaboratedInstance &)> visit = [&](const ElaboratedInstance &inst) {
-    const CellDecl &cell = *inst.cell;
-    std::optional<int64_t> h;
-    if (!cell.outputs.empty())
-      if (auto it = inst.values.find(cell.outputs[0].name); it != inst.values.end()) h = it->second.width;
-    for (const auto &st : cell.body) {
-      if (st->kind == StmtKind::Assign) {
-        forEachCall(*static_cast<const AssignStmt &>(*st).value, [&](const CallExpr &c) {
-          if (c.callee.name == "embed" && !c.args.empty() && c.args[0]->kind == ExprKind::Name)
-            tables.insert(inst.prefix + as<NameExpr>(*c.args[0]).name);
-        });
-        continue;
-      }
-      for (const auto &n : static_cast<const ParamDecl &>(*st).names)
-        if (!cell.isModel && h) bound[inst.prefix + n.name] = 1.0 / std::sqrt(static_cast<double>(*h));
-    }
-    for (const auto &[stmt, child] : inst.children) visit(*child);
-  };
-  visit(*e.tree);
-  std::map<std::string, InitRule> rules;
-  for (const ElaboratedParam &p : e.params) {
-    int64_t fanIn = p.shape.size() == 2 ? *p.shape[1] : *p.shape[0];
-    InitRule r;
-    r.normal = tables.count(p.name) > 0;
-    r.scale = r.normal ? 1.0 : bound.count(p.name) ? bound.at(p.name) : 1.0 / std::sqrt(static_cast<double>(fanIn));
-    rules[p.name] = r;
-  }
-  return rules;
-}
-
-void describeForBundle(const std::map<std::string, int64_t> &dims, const Elaboration &e, codegen::Program &p) {
-  p.dims = dims;
-  auto rules = initRules(e);
-  for (codegen::ParamSlot &s : p.params)
-    if (auto it = rules.find(s.name); it != rules.end()) {
-      s.initNormal = it->second.normal;
-      s.initScale = it->second.scale;
-    }
-}
-
-std::vector<io::Tensor> initialParams(const Elaboration &e, uint64_t seed) {
-  auto rules = initRules(e);
-  std::mt19937_64 rng(seed);
-  std::vector<io::Tensor> tensors;
-  for (const ElaboratedParam &p : e.params) {
-    io::Tensor t;
-    t.name = p.name;
-    t.array.dtype = io::DType::F32;
-    int64_t numel = 1;
-    for (const auto &d : p.shape) {
-      t.array.shape.push_back(*d);
-      numel *= *d;
-    }
-    t.array.data.resize(static_cast<size_t>(numel));
-    const InitRule &r = rules.at(p.name);
-    rt::drawParam(rng, r.normal, r.scale, numel, t.array.data.data());
-    tensors.push_back(std::move(t));
-  }
-  return tensors;
-}
-
-double paramElements(const Elaboration &e) {
-  double n = 0;
-  for (const ElaboratedParam &p : e.params) {
-    double numel = 1;
-    for (const auto &d : p.shape) numel *= static_cast<double>(d.value_or(0));
-    n += numel;
-  }
-  return n;
 }
 
 int initParams(const Elaboration &e, uint64_t seed, const std::string &path, int64_t maxMemory) {

@@ -8,7 +8,7 @@
 // is a bug. See docs/reliability.md.
 #include "codegen/Bundle.h"
 #include "codegen/CudaPrinter.h"
-#include "codegen/KernelIR.h"
+#include "driver/Compiler.h"
 #include "frontend/Frontend.h"
 #include "frontend/Lower.h"
 #include "interp/Interpreter.h"
@@ -69,16 +69,16 @@ void compileEntity(rnnc::FrontendResult &r, const rnnc::Elaboration &e, bool opt
   rnnc::Objective objective = rnnc::defaultObjective(*graph);
   if ((objective.loss || !objective.outputs.empty()) && !rnnc::differentiate(*graph, objective, *r.diags)) return;
   interpretSmall(*graph, objective);
-  rnnc::Compilation c;
-  c.graph = std::move(*graph);
-  c.optimize = optimize;
-  if (!rnnc::runPipeline(c, *r.diags)) return;
-  rnnc::codegen::Program program;
+  rnnc::CompileOptions o;
+  o.optimize = optimize;
+  auto c = rnnc::compileGraph(std::move(*graph), o, *r.diags);
+  if (!c) return;
   std::string error;
-  if (!rnnc::codegen::buildProgram(c, program, error)) return;
-  rnnc::codegen::CudaOptions cuda;
-  (void)rnnc::codegen::printBundle(program, r.sm, "cpu");
-  (void)rnnc::codegen::printBundle(program, r.sm, "cuda", &cuda);
+  for (rnnc::codegen::Target target : {rnnc::codegen::Target::Cpu, rnnc::codegen::Target::Cuda}) {
+    rnnc::BundleOptions b;
+    b.target = target;
+    if (!rnnc::bundleOf(*c, nullptr, r.sm, b, error)) return;
+  }
 }
 
 }  // namespace
