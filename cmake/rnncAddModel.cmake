@@ -39,6 +39,9 @@
 # Policies as of the CMake this was written for, whatever the caller's (a
 # function keeps the policies of where it is defined): CMP0116, depfiles
 # relative to the binary directory.
+if(CMAKE_VERSION VERSION_LESS 3.20)
+  message(FATAL_ERROR "rnnc's CMake package needs CMake 3.20 or newer (depfiles of custom commands); this is ${CMAKE_VERSION}")
+endif()
 cmake_policy(PUSH)
 cmake_policy(VERSION 3.20)
 
