@@ -49,7 +49,27 @@ std::string shellQuote(const std::string &s) {
 
 } // namespace
 
-std::string runtimeCflags() { return "-I" + std::string(RNNC_RUNTIME_INCLUDE_DIR); }
+#ifndef RNNC_INSTALLED_INCLUDE_DIR
+#define RNNC_INSTALLED_INCLUDE_DIR "../include" // the include directory, relative to rnnc's own
+#endif
+
+/// Where the runtime headers are: beside an installed rnnc (<rnnc's directory>/../include,
+/// found from /proc/self/exe, so a prefix moved elsewhere still works), else the source tree
+/// this rnnc was built from (a build-tree rnnc).
+static const fs::path &runtimeIncludeDir() {
+  static const fs::path dir = [] {
+    std::error_code ec;
+    fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+    if (!ec) {
+      fs::path installed = (exe.parent_path() / RNNC_INSTALLED_INCLUDE_DIR).lexically_normal();
+      if (fs::is_regular_file(installed / "rnnc" / "model.h", ec)) return installed;
+    }
+    return fs::path(RNNC_RUNTIME_INCLUDE_DIR);
+  }();
+  return dir;
+}
+
+std::string runtimeCflags() { return "-I" + runtimeIncludeDir().string(); }
 
 /// The runtime headers a bundle includes, as one string (names and contents,
 /// in name order): part of the cache key, so a library built against older
@@ -58,7 +78,7 @@ static const std::string &runtimeHeaders() {
   static const std::string all = [] {
     std::vector<fs::path> files;
     std::error_code ec;
-    for (const auto &e : fs::directory_iterator(fs::path(RNNC_RUNTIME_INCLUDE_DIR) / "rnnc", ec))
+    for (const auto &e : fs::directory_iterator(runtimeIncludeDir() / "rnnc", ec))
       if (e.path().extension() == ".h") files.push_back(e.path());
     std::sort(files.begin(), files.end());
     std::string text;
@@ -98,10 +118,10 @@ const rnnc_model *loadCompiledModel(const codegen::Bundle &b, bool f64, std::str
       error = "the CUDA engine needs the CUDA toolkit: set CUDA_HOME";
       return nullptr;
     }
-    flags = "-std=c++17 -O2 -fPIC -shared " + runtimeCflags() + " -I" + shellQuote(home + "/include");
+    flags = "-std=c++17 -O2 -fPIC -shared -I" + shellQuote(runtimeIncludeDir().string()) + " -I" + shellQuote(home + "/include");
     libs = fmt::format("-L{} -Wl,-rpath,{} -lcudart -lcublas -lnvrtc", shellQuote(home + "/lib64"), shellQuote(home + "/lib64"));
   } else {
-    flags = "-std=c++17 -O3 -march=native -fopenmp -fPIC -shared " + runtimeCflags();
+    flags = "-std=c++17 -O3 -march=native -fopenmp -fPIC -shared -I" + shellQuote(runtimeIncludeDir().string());
     libs = "-lopenblas";
   }
   if (f64) flags += " -DRNNC_REAL_DOUBLE";
