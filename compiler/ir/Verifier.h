@@ -10,6 +10,14 @@
 
 namespace rnnc {
 
+/// The first problem the verifier finds, and the node it is about (kNoNode
+/// when it is about a port, a param or the graph as a whole).
+struct GraphProblem {
+  std::string message; // empty: the graph is well formed
+  NodeId node = kNoNode;
+};
+GraphProblem findGraphProblem(const Graph &g);
+
 /// Empty when the graph is well formed; otherwise the first problem found.
 std::string verifyGraph(const Graph &g);
 
