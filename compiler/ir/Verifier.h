@@ -1,7 +1,8 @@
 // The verifier: checks a whole graph's invariants (every node's, edges to live
 // nodes, ports and params consistent, no cycle of delay-0 edges). Run after
 // lowering, after every pass in debug builds, and before code generation; a
-// failure is an internal compiler error naming what broke and after which step.
+// failure is an internal compiler error naming what broke and after which step
+// (in a graph read from text, ir/Reader.h, a user error at the node it names).
 #pragma once
 
 #include "ir/Graph.h"
