@@ -258,7 +258,7 @@ WrittenParam parseParam(LineParser &p) {
 /// operands ::= operand (',' operand)*      operand ::= name | number | edge
 /// range ::= '[' first ':' end ']' (slice, right after its operand) | 'at' offset (pad)
 void parseOperands(LineParser &p, WrittenNode &n) {
-  if (p.peek() == ':' || p.atWord("at")) return;
+  if (p.peek() == ':' || (n.op == Op::Pad && p.atWord("at"))) return;
   do {
     if (p.peek() == '%') {
       n.inputs.push_back(p.edge());
@@ -435,7 +435,7 @@ private:
         p.fail(fmt::format("expected seed, param, input or state after 'grad', found {}", p.shown()));
       out_.ports.push_back(parsePort(p, kind));
     } else {
-      p.fail(fmt::format("expected a statement (param, %N = op ..., output, loss, grad, next or '}'), found {}",
+      p.fail(fmt::format("expected a statement (param, %N = op ..., output, loss, grad, next or '}}'), found {}",
                          p.shown()));
     }
   }

@@ -222,6 +222,27 @@ TEST_CASE("reader: a hand-written graph", "[reader]") {
                                 "}\n");
 }
 
+TEST_CASE("reader: names that are words of the grammar", "[reader]") {
+  const std::string text = "graph graph {\n"
+                           "  param at: [4, 4] stacked with with\n"
+                           "  param with: [4, 4]\n"
+                           "  param index: [4]\n"
+                           "  %0 = input index : [4]\n"
+                           "  %1 = matmul at, with, %0 : [8]  # bwd\n"
+                           "  %2 = slice %1[0:4] : [4]  # next\n"
+                           "  %3 = param index : [4]\n"
+                           "  %4 = pad %3 at 0 : [8]  # at @at:1\n"
+                           "  output loss = %4\n"
+                           "  output grad = %2\n"
+                           "}\n";
+  auto r = readText(text);
+  CAPTURE(r->errors);
+  REQUIRE(r->graph);
+  CHECK(r->graph->node(1).name == "bwd");
+  CHECK(!r->graph->node(1).backward);
+  CHECK(printGraph(*r->graph, r->sm) == text);
+}
+
 TEST_CASE("reader: consts print and read back bit for bit", "[reader]") {
   for (double v : {0.1, -0.0, 1e-300, 6.02214076e23, 1.0 / 3, 5e-324, HUGE_VAL, -HUGE_VAL}) {
     std::string text = fmt::format("graph C {{\n  %0 = const {} : [1]\n  output c = %0\n}}\n", v);
@@ -259,6 +280,8 @@ TEST_CASE("reader: syntax errors name their line and column", "[reader][errors]"
   CHECK(errors("  param W: [2, 3, 4]\n") == V{"2:12: a param is a vector [n] or a matrix [rows, cols]"});
   CHECK(errors("  %0 = input x : [4] # @a.rnn:0\n") == V{"2:31: a line 0 is below 1"});
   CHECK(errors("  %0 = input x : [4] # @\"a.rnn:3\n") == V{"2:33: the file name's closing '\"' is missing"});
+  CHECK(errors("  foo\n") ==
+        V{"2:3: expected a statement (param, %N = op ..., output, loss, grad, next or '}'), found 'foo'"});
   CHECK(errors("  output y = %0 junk\n") == V{"2:17: unexpected 'junk' after the value"});
   // One error per bad line; the others are still read.
   CHECK(errors("  %0 = foo : [1]\n  %1 = input x : [4]\n  %2 = bar : [1]\n").size() == 2);
