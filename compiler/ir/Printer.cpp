@@ -1,6 +1,8 @@
 #include "ir/Printer.h"
 
 #include <fmt/format.h>
+#include <set>
+#include <utility>
 
 namespace rnnc {
 
@@ -9,12 +11,49 @@ std::string edgeText(Edge e) {
   return fmt::format("%{}[t{}{}]", e.src, e.delay > 0 ? '-' : '+', e.delay > 0 ? e.delay : -e.delay);
 }
 
+static std::string baseName(const std::string &file) {
+  size_t slash = file.rfind('/');
+  return slash == std::string::npos ? file : file.substr(slash + 1);
+}
+
 std::string locText(const SourceManager &sm, SourceRange r) {
   if (!r.valid()) return "";
-  std::string file = sm.name(r.begin.file);
-  size_t slash = file.rfind('/');
-  if (slash != std::string::npos) file = file.substr(slash + 1);
-  return fmt::format("{}:{}", file, sm.lineCol(r.begin).line);
+  return fmt::format("{}:{}", baseName(sm.name(r.begin.file)), sm.lineCol(r.begin).line);
+}
+
+std::string noteFileName(const std::string &file) {
+  auto plain = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+           c == '+' || c == '-';
+  };
+  bool quoted = file.empty();
+  for (char c : file) quoted |= !plain(c);
+  if (!quoted) return file;
+  std::string out = "\"";
+  for (char c : file) {
+    auto byte = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') out += std::string("\\") + c;
+    else if (byte < 0x20 || byte >= 0x7F) out += fmt::format("\\x{:02X}", byte);
+    else out += c;
+  }
+  return out + "\"";
+}
+
+/// ` @lstm.rnn:9,10 @cell.rnn:3`: every distinct file:line a node came from,
+/// first the first, lines of one file after one `@` while they follow each other.
+static std::string locsText(const SourceManager &sm, const std::vector<SourceRange> &locs) {
+  std::set<std::pair<std::string, uint32_t>> seen;
+  std::string out, lastFile;
+  for (SourceRange r : locs) {
+    if (!r.valid()) continue;
+    std::string file = noteFileName(baseName(sm.name(r.begin.file)));
+    uint32_t line = sm.lineCol(r.begin).line;
+    if (!seen.insert({file, line}).second) continue;
+    if (!out.empty() && file == lastFile) out += fmt::format(",{}", line);
+    else out += fmt::format(" @{}:{}", file, line);
+    lastFile = file;
+  }
+  return out;
 }
 
 std::string printGraph(const Graph &g, const SourceManager &sm) {
@@ -24,9 +63,9 @@ std::string printGraph(const Graph &g, const SourceManager &sm) {
     for (int64_t d : p.shape) shape += (shape.empty() ? "" : ", ") + std::to_string(d);
     out += fmt::format("  param {}: [{}]", p.name, shape);
     if (p.stackedWith.size() > 1) {
-      std::string group;
-      for (const auto &s : p.stackedWith) group += (group.empty() ? "" : ", ") + s;
-      out += fmt::format("  # one block: {}", group);
+      std::string others;
+      for (size_t i = 1; i < p.stackedWith.size(); ++i) others += (others.empty() ? "" : ", ") + p.stackedWith[i];
+      out += " stacked with " + others;
     }
     out += "\n";
   }
@@ -42,16 +81,23 @@ std::string printGraph(const Graph &g, const SourceManager &sm) {
     std::string range = n.op == Op::Slice ? fmt::format("[{}:{}]", n.offset, n.offset + n.width)
                         : n.op == Op::Pad ? fmt::format(" at {}", n.offset) : "";
     std::string type = n.isIndex ? fmt::format("index[{}]", n.width) : fmt::format("[{}]", n.width);
-    out += fmt::format("  %{} = {}{}{} : {}", id, opMnemonic(n.op), args, range, type);
+    out += fmt::format("  %{} = {}{}{} : {}{}", id, opMnemonic(n.op), args, range, type, n.backward ? " bwd" : "");
     std::string note;
-    if (!n.name.empty() && n.op != Op::Input && n.op != Op::Param) note = n.name;
-    if (n.backward) note = (note.empty() ? "" : note + " ") + "bwd";
-    if (!n.locs.empty() && n.locs.front().valid()) note += (note.empty() ? "" : " ") + std::string("@") + locText(sm, n.locs.front());
-    if (!note.empty()) out += "  # " + note;
+    if (!n.name.empty() && n.op != Op::Input && n.op != Op::Param) note = " " + n.name;
+    note += locsText(sm, n.locs);
+    if (!note.empty()) out += "  #" + note;
     out += "\n";
   }
+  // Ids past the last live node were removed; a pass adds its nodes after them.
+  if (!g.nodes.empty() && g.nodes.back().dead) out += fmt::format("  next %{}\n", g.nodes.size());
   for (const GraphPort &o : g.outputs) out += fmt::format("  output {} = {}\n", o.name, edgeText(o.value));
   if (g.loss) out += fmt::format("  loss = %{}\n", *g.loss);
+  // What autodiff added: the canonicalizer keeps what these reach, hoisting
+  // keeps the states' adjoints in their loops.
+  for (const GraphPort &s : g.grads.seeds) out += fmt::format("  grad seed {} = {}\n", s.name, edgeText(s.value));
+  for (const auto &[name, id] : g.grads.params) out += fmt::format("  grad param {} = %{}\n", name, id);
+  for (const GraphPort &i : g.grads.inputs) out += fmt::format("  grad input {} = {}\n", i.name, edgeText(i.value));
+  for (const auto &[name, id] : g.grads.states) out += fmt::format("  grad state {} = %{}\n", name, id);
   out += "}\n";
   return out;
 }

@@ -9,49 +9,51 @@
 
 namespace rnnc {
 
-std::string verifyGraph(const Graph &g) {
+GraphProblem findGraphProblem(const Graph &g) {
   std::set<std::string> names;
   for (const GraphParam &p : g.params) {
-    if (!names.insert(p.name).second) return fmt::format("param '{}' listed twice", p.name);
-    if (p.shape.empty() || p.shape.size() > 2) return fmt::format("param '{}' has rank {}", p.name, p.shape.size());
+    if (!names.insert(p.name).second) return {fmt::format("param '{}' listed twice", p.name)};
+    if (p.shape.empty() || p.shape.size() > 2) return {fmt::format("param '{}' has rank {}", p.name, p.shape.size())};
   }
   for (NodeId id = 0; id < g.nodes.size(); ++id) {
     const Node &n = g.node(id);
     if (n.dead) continue;
     std::string why = checkNode(g, n);
-    if (!why.empty()) return fmt::format("%{} ({}): {}", id, opMnemonic(n.op), why);
+    if (!why.empty()) return {fmt::format("%{} ({}): {}", id, opMnemonic(n.op), why), id};
     // Forward values never depend on backward ones: a rewrite of a backward
     // node keeps its flag, or the forward pass would compute part of BPTT.
     for (const Edge &e : n.inputs)
       if (!n.backward && e.src < g.nodes.size() && g.node(e.src).backward)
-        return fmt::format("%{} ({}) is forward but reads the backward value %{}", id, opMnemonic(n.op), e.src);
+        return {fmt::format("%{} ({}) is forward but reads the backward value %{}", id, opMnemonic(n.op), e.src), id};
   }
   auto live = [&](Edge e) { return e.src < g.nodes.size() && !g.node(e.src).dead; };
   for (const GraphPort &p : g.inputs)
-    if (!live(p.value) || g.node(p.value.src).op != Op::Input) return fmt::format("input '{}' is not a live input node", p.name);
+    if (!live(p.value) || g.node(p.value.src).op != Op::Input) return {fmt::format("input '{}' is not a live input node", p.name)};
   std::set<NodeId> ports;
   for (const GraphPort &p : g.inputs) ports.insert(p.value.src);
   for (const GraphPort &p : g.grads.seeds) ports.insert(p.value.src);
   for (NodeId id = 0; id < g.nodes.size(); ++id)
     if (!g.node(id).dead && g.node(id).op == Op::Input && !ports.count(id))
-      return fmt::format("%{} is an input node that is no input port", id);
+      return {fmt::format("%{} is an input node that is no input port", id), id};
   for (const GraphPort &p : g.outputs)
-    if (!live(p.value)) return fmt::format("output '{}' is not a live node", p.name);
-  if (g.loss && !live({*g.loss, 0})) return "the loss is not a live node";
+    if (!live(p.value)) return {fmt::format("output '{}' is not a live node", p.name)};
+  if (g.loss && !live({*g.loss, 0})) return {"the loss is not a live node"};
   for (const auto &[name, id] : g.grads.params)
-    if (!live({id, 0}) || opKind(g.node(id).op) != OpKind::Accumulate) return fmt::format("the gradient of '{}' is not a live accumulation", name);
+    if (!live({id, 0}) || opKind(g.node(id).op) != OpKind::Accumulate) return {fmt::format("the gradient of '{}' is not a live accumulation", name)};
   for (const GraphPort &p : g.grads.inputs)
-    if (!live(p.value)) return fmt::format("the gradient of input '{}' is not live", p.name);
+    if (!live(p.value)) return {fmt::format("the gradient of input '{}' is not live", p.name)};
   for (const auto &[name, id] : g.grads.states)
-    if (!live({id, 0})) return fmt::format("the gradient of state '{}' is not live", name);
+    if (!live({id, 0})) return {fmt::format("the gradient of state '{}' is not live", name)};
 
   // Delay-0 edges form a DAG (a cycle would be an algebraic loop, which the
   // front end reports as a user error before any graph is built).
   NodeId cycle = kNoNode;
   postOrder(g, [](NodeId, const Edge &e) { return e.delay == 0; }, &cycle);
-  if (cycle != kNoNode) return fmt::format("a cycle of delay-0 edges through %{}", cycle);
-  return "";
+  if (cycle != kNoNode) return {fmt::format("a cycle of delay-0 edges through %{}", cycle), cycle};
+  return {};
 }
+
+std::string verifyGraph(const Graph &g) { return findGraphProblem(g).message; }
 
 void verifyOrDie(const Graph &g, const char *after) {
   std::string why = verifyGraph(g);

@@ -1,15 +1,18 @@
 # lit configuration for rnnc: every .rnn file here is a test (its RUN lines say
-# how), plus .test files for what is not a .rnn file.
+# how), plus .test files for what is not a .rnn file, and .rnnir files (graphs
+# written by hand, with `// RUN:` lines) for rnnc-opt.
 import os
 import lit.formats
 
 config.name = "rnnc"
 config.test_format = lit.formats.ShTest(execute_external=True)
-config.suffixes = [".rnn", ".test"]
+config.suffixes = [".rnn", ".test", ".rnnir"]
 config.excludes = ["Inputs"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.rnnc_bin_dir, "tests", "lit")
 
+# %rnnc-opt before %rnnc, which is its prefix.
+config.substitutions.append(("%rnnc-opt", os.path.join(config.rnnc_bin_dir, "rnnc-opt")))
 config.substitutions.append(("%rnnc", os.path.join(config.rnnc_bin_dir, "rnnc")))
 config.substitutions.append(("%python", config.python))
 config.substitutions.append(("%samples", os.path.join(config.rnnc_src_dir, "samples")))

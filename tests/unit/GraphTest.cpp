@@ -194,7 +194,7 @@ TEST_CASE("graph: the printer marks stacked params and index inputs", "[graph][p
   g.outputs.push_back({"y", {ab, 0}, {}});
   g.loss = ab;
   const std::string expected = "graph S {\n"
-                               "  param A: [2, 3]  # one block: A, B\n"
+                               "  param A: [2, 3] stacked with B\n"
                                "  param B: [4, 3]\n"
                                "  param E: [5, 3]\n"
                                "  %0 = input i : index[5]\n"

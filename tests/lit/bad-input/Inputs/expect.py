@@ -9,7 +9,8 @@ The test fails (this script exits 1 and says why) when the command
     several, e.g. `--exit 0 --exit 1` for "success or a clean error");
   - prints 'internal compiler error' (a crash or a failed assertion);
   - exits non-zero without a clean diagnostic on stderr: a clang-style
-    'FILE:LINE:COL: error: ...' line or a one-line 'rnnc: error: ...';
+    'FILE:LINE:COL: error: ...' line or a one-line 'rnnc: error: ...' (or
+    'rnnc-opt: error: ...', tests/lit/opt/);
   - exits non-zero but wrote to stdout (a half-written result);
   - uses more than --max-rss-mb MiB of memory (default 1024). The address
     space is also capped (4x that, at least 2 GiB) so that a runaway
@@ -23,7 +24,7 @@ import resource
 import subprocess
 import sys
 
-DIAG = re.compile(rb"^(\S.*:\d+:\d+|rnnc): error: ", re.M)
+DIAG = re.compile(rb"^(\S.*:\d+:\d+|rnnc|rnnc-opt): error: ", re.M)
 
 
 def main():
