@@ -105,7 +105,7 @@ struct MemoryPlan {
   std::vector<WorkspaceBuffer> buffers;
   std::vector<ScanScratch> scans; // per stage
   std::vector<std::pair<std::string, int>> initialStateGradients; // state -> buffer, as g.grads.states
-  int64_t onesWidth = 0; // CUDA only: [T][B][onesWidth] ones the bias gradients' column sums multiply
+  int64_t onesWidth = 0; // CUDA only: [T][B][onesWidth] ones that sum vector params' gradients over the rows
   // Per sequence, float32. Bytes of the buffers with memory of their own:
   int64_t bytesPerStep = 0;         // per step of T
   int64_t fixedBytes = 0;           // rows that do not grow with T

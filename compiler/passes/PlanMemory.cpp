@@ -30,8 +30,9 @@
 //    its memory when both have the same width and padding (first fit, in
 //    order of first use); ports, inputs, indices, the initial-state gradients
 //    and buffers that keep fewer than T steps never share.
-// 8. CUDA's ones (what the column sums of width-1 gradients multiply), and
-//    the figures.
+// 8. CUDA's ones (what cuBLAS multiplies to sum a vector param's gradient
+//    over every row: one wide, or the summed value's width for a width-1
+//    param), and the figures.
 #include "passes/PlanMemory.h"
 
 #include "interp/Interpreter.h"
@@ -109,7 +110,8 @@ private:
   void makeBuffers();
   void planScans();
   void padFor(int buffer, int32_t delay, int64_t extraBefore = 0);
-  void padPorts();
+  void pinPorts();
+  void padDelays();
   std::optional<Load> load(const Edge &e) const;
   void trace();
   void traceLaunch(const Kernel &k, int stage, int at);
@@ -293,7 +295,7 @@ void MemoryPlanner::padFor(int buffer, int32_t delay, int64_t extraBefore) {
   b.padAfter = std::max<int64_t>(b.padAfter, -delay);
 }
 
-void MemoryPlanner::padPorts() {
+void MemoryPlanner::pinPorts() {
   auto port = [&](const Edge &e) {
     int b = m_.bufferOf[e.src];
     padFor(b, e.delay);
@@ -308,6 +310,9 @@ void MemoryPlanner::padPorts() {
   for (const auto &[state, b] : m_.initialStateGradients) ports_.insert(b);
   if (g_.loss) ports_.insert(m_.bufferOf[*g_.loss]);
   ports_.erase(-1); // ports whose value is a param or a constant
+}
+
+void MemoryPlanner::padDelays() {
   for (NodeId id = 0; id < g_.nodes.size(); ++id) {
     if (g_.node(id).dead) continue;
     for (const Edge &e : g_.node(id).inputs) padFor(m_.bufferOf[e.src], e.delay);
@@ -472,7 +477,8 @@ void MemoryPlanner::plan() {
   formSweeps();   // 1
   markStored();   // 2
   makeBuffers();  // 3
-  padPorts();     // 4
+  pinPorts();     // 4, 6, 7
+  padDelays();    // 4
   trace();        // 4, 5
   keepSteps();    // 6
   share();        // 7
