@@ -40,7 +40,6 @@ private:
     while (buffer >= 0 && p_.buffers[buffer].shares >= 0) buffer = p_.buffers[buffer].shares;
     return buffer;
   }
-  int64_t onesWidth() const;
   Touches touches(const StageIR &s) const;
   std::vector<int> waitsOf(int stage) const;
   std::string launcher(const KernelIR &k, int index);
@@ -61,13 +60,6 @@ private:
 };
 
 HostCall checked() { return {"  RNNC_CUDA_CHECK(", ", s0));\n"}; }
-
-int64_t CudaModulePrinter::onesWidth() const {
-  int64_t w = 0;
-  for (const KernelIR &k : p_.kernels)
-    if (k.kind == KernelIR::Kind::GradVector) w = std::max<int64_t>(w, k.rows == 1 ? k.cols : 1);
-  return w;
-}
 
 Touches CudaModulePrinter::touches(const StageIR &s) const {
   Touches t;
@@ -263,7 +255,7 @@ std::string CudaModulePrinter::backward() {
   out += "  const real *P = static_cast<const real *>(params);\n  real *G = static_cast<real *>(param_grads);\n";
   out += "  Context &c = context();\n  cudaStream_t s0 = c.stream(0);\n  (void)c, (void)seeds, (void)input_grads, (void)state_grads;\n";
   out += fmt::format("  RNNC_CUDA_CHECK(cudaMemsetAsync(G, 0, {} * sizeof(real), s0));\n", p_.paramElements);
-  if (int64_t w = onesWidth())
+  if (int64_t w = p_.onesWidth)
     out += fmt::format("  if (!launch(kernel_[0], \"fill\", grid_for(T * B * {}, 256), 256, s0, ws.ones, T * B * {}, real(1))) return 1;\n",
                        w, w);
   out += paddingClears(p_, true, checked()) + seedCopies(p_, checked());
@@ -330,7 +322,7 @@ std::string CudaModulePrinter::print() {
   out += "#include \"rnnc/model.h\"\n\n#include <cmath>\n#include <cstdint>\n#include <mutex>\n#include <vector>\n\n";
   std::string kernels = printCudaKernels(p_, sm_);
   std::string onesTake;
-  if (int64_t w = onesWidth()) onesTake = fmt::format("  ws->ones = c.take<real>(1, 0, {});\n", w);
+  if (int64_t w = p_.onesWidth) onesTake = fmt::format("  ws->ones = c.take<real>(1, 0, {});\n", w);
   else onesTake = "  ws->ones = nullptr;\n";
   out += "namespace {\n\n";
   if (o_.jit) {

@@ -1,17 +1,12 @@
 #include "codegen/HostCode.h"
 
+#include "passes/PlanMemory.h"
+
 #include <fmt/format.h>
 
 namespace rnnc::codegen {
 
-std::string rowsOf(const Buffer &b) {
-  if (b.stepLocal) return "1";
-  if (b.ring) return std::to_string(b.ring);
-  std::string r = b.fixed ? "" : "T";
-  int64_t pad = b.padBefore + b.padAfter;
-  if (pad) r += (r.empty() ? "" : " + ") + std::to_string(pad);
-  return r.empty() ? "0" : r;
-}
+std::string rowsOf(const Buffer &b) { return bufferRows(b); }
 
 static const char *typeOf(const Buffer &b) { return b.index ? "int32_t" : "real"; }
 
@@ -34,8 +29,7 @@ std::string workspaceLayout(const Program &p, const std::string &extraTakes) {
   out += "int64_t layout(int64_t T, int64_t B, void *base, Workspace *ws) {\n  Carver c(base, T, B);\n";
   for (const Buffer &b : p.buffers)
     if (b.shares < 0)
-      out += fmt::format("  ws->{} = c.take<{}>({}, {}, {});\n", b.name, typeOf(b), b.fixed || b.stepLocal || b.ring ? 0 : 1,
-                         b.stepLocal ? 1 : b.ring ? b.ring : b.padBefore + b.padAfter, b.width);
+      out += fmt::format("  ws->{} = c.take<{}>({}, {}, {});\n", b.name, typeOf(b), b.rowsPerStep(), b.fixedRows(), b.width);
   for (const Buffer &b : p.buffers)
     if (b.shares >= 0)
       out += fmt::format("  ws->{} = ws->{}; // its life starts after {}'s ends\n", b.name, p.buffers[b.shares].name,

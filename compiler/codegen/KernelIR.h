@@ -3,8 +3,9 @@
 // row per step and sequence: B rows per step inside a loop, T·B rows at once
 // outside), whose body is a list of sweeps of scalar ops over the elements of
 // a row; GEMMs and accumulations are library calls on whole buffers. Values
-// that leave their sweep live in workspace buffers padded with the steps
-// before the first and after the last, so a read of h[t-1] is a plain load.
+// that leave their sweep live in the workspace buffers plan-memory planned,
+// padded with the steps before the first and after the last, so a read of
+// h[t-1] is a plain load; the sweeps and buffers are the plan's.
 #pragma once
 
 #include "ir/Graph.h"
@@ -17,23 +18,9 @@
 
 namespace rnnc::codegen {
 
-/// A workspace array [padBefore + T + padAfter][B][width] of reals, or of
-/// int32 for an index input. Padding holds the initial state (the last
-/// `depth` steps before the first) and zeros.
-struct Buffer {
-  std::string name; // a C identifier, from the value's name where it has one
-  NodeId node = kNoNode;
-  int64_t width = 1;
-  bool index = false;
-  bool backward = false; // written by backward (zeroed at its start)
-  int64_t padBefore = 0, padAfter = 0;
-  int input = -1; // the graph input (or seed, for backward) copied into it
-  bool fixed = false; // no rows for steps 0..T-1: only the padding (initial-state gradients)
-  bool stepLocal = false; // written and read within one step of a loop: B rows, reused every step
-  int ring = 0; // read only by its loop, at most ring - 1 steps back: a ring of `ring` steps' rows (0: no ring)
-  int shares = -1; // the buffer whose memory it reuses (their lives do not overlap), or -1
-  bool scratch = false; // a scan's own memory (chunk aggregates, carries, Newton's coefficients)
-};
+/// A workspace array, as plan-memory planned it (passes/Compilation.h): the
+/// kernel IR and the printers allocate exactly the plan's buffers.
+using Buffer = WorkspaceBuffer;
 
 /// A scalar read by a sweep: an earlier op of the same sweep, a load from a
 /// buffer at step t - delay, a param element, a constant, or the loss seed.
@@ -68,7 +55,8 @@ struct Instr {
 /// cross_entropy) over its operand's width; a softmax sweep is one
 /// softmax_minus_onehot (a max and a sum, then the map).
 struct Sweep {
-  enum class Kind { Map, Reduce, Softmax } kind = Kind::Map;
+  using Kind = SweepKind;
+  Kind kind = Kind::Map;
   int64_t width = 1;
   std::vector<Instr> body;
 };
@@ -95,10 +83,6 @@ struct KernelIR {
   std::vector<NodeId> nodes;
   std::vector<SourceRange> equations; // the source lines it computes, in order, no duplicates
 };
-
-/// Chunks a loop run in parallel over time is cut into, at most (the rows of
-/// its chunk scratch buffers).
-constexpr int64_t kScanChunks = 64;
 
 /// A loop run in parallel over time (docs/time-parallel.md). Its k states are
 /// buffers of one width n that the loop reads one step back (at delay
@@ -158,7 +142,8 @@ struct PortIR {
 struct Program {
   std::string name;
   std::map<std::string, int64_t> dims; // the file's dims after -D (for the manifest; set by the driver)
-  std::vector<Buffer> buffers;
+  std::vector<Buffer> buffers; // plan-memory's, in its order
+  int64_t onesWidth = 0;       // CUDA: [T][B][onesWidth] ones (plan-memory's)
   std::vector<KernelIR> kernels;
   std::vector<StageIR> stages; // forward stages, then backward stages, in issue order
   std::vector<int> epilogue;   // kernels of the initial-state gradients
@@ -170,8 +155,9 @@ struct Program {
   bool lossSeeded = false; // backward differentiates the loss
 };
 
-/// Builds the kernel IR of a scheduled compilation. Returns false with a
-/// one-line reason for what the compiled engines cannot run.
+/// Builds the kernel IR of a scheduled compilation whose memory is planned
+/// (c.memory), checking that its loads and stores fit the plan. Returns false
+/// with a one-line reason for what the compiled engines cannot run.
 bool buildProgram(const Compilation &c, Program &out, std::string &error);
 
 } // namespace rnnc::codegen

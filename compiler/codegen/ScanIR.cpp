@@ -7,8 +7,8 @@
 //    state is its new value. That is the exact step (stores kept: what the
 //    CUDA scan runs over each run of steps); the step the tangents are taken
 //    of drops the stores and the ops no state needs.
-// 3. Scratch: chunk aggregates and carries; Newton also each step's
-//    coefficients.
+// 3. Scratch: chunk aggregates and carries, Newton also each step's
+//    coefficients: plan-memory's buffers, sized for the k states of width n.
 #include "codegen/ScanIR.h"
 
 #include <fmt/format.h>
@@ -17,23 +17,8 @@
 
 namespace rnnc::codegen {
 
-namespace {
-
-int addScratch(Program &p, const std::string &name, int64_t width, bool perStep, bool backward) {
-  Buffer b;
-  b.name = name;
-  b.width = width;
-  b.scratch = true;
-  b.backward = backward;
-  b.fixed = !perStep;
-  b.padBefore = perStep ? 0 : kScanChunks;
-  p.buffers.push_back(b);
-  return static_cast<int>(p.buffers.size()) - 1;
-}
-
-} // namespace
-
-bool buildScanIR(Program &p, int stageIndex, LoopPlan plan, bool guarded, int iterations, std::string &why) {
+bool buildScanIR(Program &p, int stageIndex, LoopPlan plan, bool guarded, int iterations, const ScanScratch &scratch,
+                 std::string &why) {
   StageIR &stage = p.stages[stageIndex];
   ScanIR scan;
   scan.plan = plan;
@@ -124,11 +109,14 @@ bool buildScanIR(Program &p, int stageIndex, LoopPlan plan, bool guarded, int it
   for (int &l : scan.stateLocals) l = kept[static_cast<size_t>(l)];
   scan.width = width;
   // 3. Scratch.
-  int64_t k = static_cast<int64_t>(scan.states.size());
-  std::string prefix = fmt::format("scan_{}", stageIndex);
-  scan.aggregates = addScratch(p, prefix + "_aggregates", width * (k * k + k), false, stage.backward);
-  scan.carries = addScratch(p, prefix + "_carries", width * k, false, stage.backward);
-  if (plan == LoopPlan::Newton) scan.coefficients = addScratch(p, prefix + "_coefficients", width * (k * k + k), true, stage.backward);
+  if (scratch.states != static_cast<int>(scan.states.size()) || scratch.width != width)
+    return why = fmt::format("its scratch was planned for {} states of width {}, not {} of width {}", scratch.states,
+                             scratch.width, scan.states.size(), width),
+           false;
+  if ((plan == LoopPlan::Newton) != (scratch.coefficients >= 0)) return why = "its scratch was planned for another plan", false;
+  scan.aggregates = scratch.aggregates;
+  scan.carries = scratch.carries;
+  scan.coefficients = scratch.coefficients;
   stage.scan = std::move(scan);
   return true;
 }

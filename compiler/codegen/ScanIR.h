@@ -10,9 +10,11 @@
 
 namespace rnnc::codegen {
 
-/// Fills p.stages[stage].scan for `plan` (adding its scratch buffers to p).
-/// False, with the stage left sequential and `why` set, when the loop's
-/// kernels are not one elementwise step over states read one step back.
-bool buildScanIR(Program &p, int stage, LoopPlan plan, bool guarded, int iterations, std::string &why);
+/// Fills p.stages[stage].scan for `plan`, over the scratch buffers
+/// plan-memory gave the loop. False, with the stage left sequential and `why`
+/// set, when the loop's kernels are not one elementwise step over states read
+/// one step back, or not the k states of width n the scratch was sized for.
+bool buildScanIR(Program &p, int stage, LoopPlan plan, bool guarded, int iterations, const ScanScratch &scratch,
+                 std::string &why);
 
 } // namespace rnnc::codegen

@@ -1,6 +1,7 @@
 #include "driver/Show.h"
 
 #include "analysis/Recurrence.h"
+#include "passes/PlanMemory.h"
 #include "passes/PlanTimeParallel.h"
 #include "ir/Printer.h"
 #include "support/Crash.h"
@@ -125,12 +126,27 @@ std::string timeClassesText(const Compilation &c) {
 
 std::string memoryText(const Compilation &c) {
   const MemoryPlan &m = c.memory;
-  std::string saved;
-  for (NodeId id : m.saved) saved += (saved.empty() ? "" : " ") + fmt::format("%{}", id);
-  return fmt::format("memory {}: saved for backward {} bytes per step and sequence ({}); {} buffers, {} bytes per step "
-                     "and sequence ({} without sharing)\n",
-                     c.graph.name, m.savedBytesPerStep, saved.empty() ? "nothing" : saved, m.buffers,
-                     m.bufferBytesPerStep, m.unsharedBytesPerStep);
+  int own = 0;
+  for (const WorkspaceBuffer &b : m.buffers) own += b.shares < 0;
+  std::string out = fmt::format("memory {}: {} buffers, {} with memory of their own: {} bytes per step and sequence plus {} "
+                                "per sequence ({} per step without sharing); saved for backward {} bytes per step and "
+                                "sequence\n",
+                                c.graph.name, m.buffers.size(), own, m.bytesPerStep, m.fixedBytes, m.unsharedBytesPerStep,
+                                m.savedBytesPerStep);
+  for (const WorkspaceBuffer &b : m.buffers) {
+    std::string what = b.input >= 0 ? (b.backward ? "seed" : "input")
+                       : b.scratch  ? "scan scratch"
+                       : b.fixed    ? "initial-state gradient"
+                       : b.saved    ? "saved"
+                                    : "";
+    if (b.stepLocal) what += std::string(what.empty() ? "" : ", ") + "one step";
+    if (b.ring) what += fmt::format("{}ring of {}", what.empty() ? "" : ", ", b.ring);
+    if (b.shares >= 0) what += fmt::format("{}shares {}", what.empty() ? "" : ", ", m.buffers[b.shares].name);
+    out += fmt::format("  {}{}: [{}][B][{}]{}{}\n", b.name, b.node == kNoNode ? "" : fmt::format(" (%{})", b.node),
+                       bufferRows(b), b.width, b.index ? " int32" : "", what.empty() ? "" : "  " + what);
+  }
+  if (m.onesWidth) out += fmt::format("  CUDA's ones: [T][B][{}]\n", m.onesWidth);
+  return out;
 }
 
 std::string loopPlansText(const Compilation &c) {

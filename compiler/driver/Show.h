@@ -15,7 +15,7 @@ namespace rnnc {
 std::string scheduleText(const Compilation &c, const SourceManager &sm);
 /// The loops classify-time found: direction, level and nodes of each.
 std::string timeClassesText(const Compilation &c);
-/// The memory plan: values saved for backward, buffers after sharing.
+/// The memory plan: the totals, then each buffer with its rows and what it shares.
 std::string memoryText(const Compilation &c);
 /// "loop 0: scan" (or "sequential: <why>") per loop: what plan-time-parallel decided.
 std::string loopPlansText(const Compilation &c);

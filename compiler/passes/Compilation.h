@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace rnnc {
@@ -39,12 +40,77 @@ struct Schedule {
   int streams = 1;
 };
 
+/// How a fused launch visits the elements of a row: a map sweep computes its
+/// ops at each element i < width; a reduce sweep is one sum, mean, mse or
+/// cross_entropy over its operand's width; a softmax sweep is one
+/// softmax_minus_onehot (a max and a sum, then the map).
+enum class SweepKind : uint8_t { Map, Reduce, Softmax };
+
+/// Chunks a loop run in parallel over time is cut into, at most (the rows of
+/// its chunk scratch buffers).
+constexpr int64_t kScanChunks = 64;
+
+/// One workspace array of the plan: [fixedRows() + rowsPerStep()·T][B][width]
+/// elements, float32 reals (double under RNNC_REAL_DOUBLE) or int32 for an
+/// index input. It keeps all T steps plus its padding (the steps before the
+/// first and after the last that a delayed read reaches: the initial state,
+/// zeros), unless `fixed` (only the padding rows), `stepLocal` (one step's
+/// rows, reused every step) or `ring` (a ring of `ring` steps' rows) says
+/// otherwise; at most one of the three holds.
+struct WorkspaceBuffer {
+  std::string name;      // a C identifier, from the value's name where it has one
+  NodeId node = kNoNode; // the value it holds (kNoNode: a scan's scratch)
+  int64_t width = 1;
+  bool index = false;    // int32 elements
+  bool backward = false; // written by backward (zeroed at its start)
+  int64_t padBefore = 0, padAfter = 0;
+  int input = -1;        // the graph input (or seed, for backward) copied into it
+  bool fixed = false;     // no rows for steps 0..T-1: only the padding (initial-state gradients, chunk scratch)
+  bool stepLocal = false; // written and read within one step of a loop: B rows, reused every step
+  int ring = 0;           // read only by its loop, at most ring - 1 steps back: a ring of `ring` steps' rows (0: no ring)
+  int shares = -1;        // the buffer whose memory it reuses (their lives do not overlap), or -1
+  bool scratch = false;   // a scan's own memory (chunk aggregates, carries, Newton's coefficients)
+  bool saved = false;     // a forward value backward reads: kept for every step
+
+  /// Rows per step of T: 1, or 0 when fixed, step-local or a ring.
+  int64_t rowsPerStep() const { return fixed || stepLocal || ring ? 0 : 1; }
+  /// Rows that do not grow with T: the padding, one step, or the ring's steps.
+  int64_t fixedRows() const { return stepLocal ? 1 : ring ? ring : padBefore + padAfter; }
+  /// Per sequence, in float32 (an int32 index takes as much).
+  int64_t bytesPerStep() const { return 4 * width * rowsPerStep(); }
+  int64_t fixedBytes() const { return 4 * width * fixedRows(); }
+};
+
+/// The memory of a loop run in parallel over time (docs/time-parallel.md):
+/// per chunk, the composed coefficients and the carried states; Newton also
+/// each step's coefficients. -1 where the stage runs step by step.
+struct ScanScratch {
+  int aggregates = -1, carries = -1, coefficients = -1;
+  int states = 0;    // k: the states coupled per element
+  int64_t width = 0; // n: the loop's width
+};
+
+/// plan-memory's answer (passes/PlanMemory.h): which values of a launch stay
+/// in registers and which are stored, every workspace buffer with its rows
+/// and sharing, and the figures `show --stats` prints. The kernel IR and the
+/// printers allocate exactly these buffers.
 struct MemoryPlan {
-  std::vector<NodeId> saved;        // values backward needs, kept for every step
-  int64_t savedBytesPerStep = 0;    // per sequence, float32
-  int64_t bufferBytesPerStep = 0;   // kernel outputs in memory, after sharing
-  int64_t unsharedBytesPerStep = 0; // the same without sharing
-  int buffers = 0;
+  bool planned = false;
+  std::vector<int> sweepOf;      // per node: its sweep (numbered over the compilation), -1 outside fused launches
+  std::vector<SweepKind> sweeps; // per sweep
+  std::vector<bool> view;        // per node: a slice its readers load from its source at an offset
+  std::vector<int> bufferOf;     // per node: the buffer it is stored in, -1
+  /// Inputs in port order, stored values by node, scans' scratch by stage,
+  /// then the initial-state gradients.
+  std::vector<WorkspaceBuffer> buffers;
+  std::vector<ScanScratch> scans; // per stage
+  std::vector<std::pair<std::string, int>> initialStateGradients; // state -> buffer, as g.grads.states
+  int64_t onesWidth = 0; // CUDA only: [T][B][onesWidth] ones that sum vector params' gradients over the rows
+  // Per sequence, float32. Bytes of the buffers with memory of their own:
+  int64_t bytesPerStep = 0;         // per step of T
+  int64_t fixedBytes = 0;           // rows that do not grow with T
+  int64_t unsharedBytesPerStep = 0; // the same per step without sharing
+  int64_t savedBytesPerStep = 0;    // of those, forward values backward reads
 };
 
 /// `--time-parallel`: which loops may run in parallel over time.

@@ -1,147 +1,496 @@
-// 1. Saved: with a backward graph, the forward values it reads. Without one,
-//    for each node, the values its adjoint will read: products and
-//    quotients their operands; sigmoid, tanh, exp and sqrt their result; other
-//    nonlinear functions, min/max and mse their operands; a GEMM its vector (for
-//    dW = sum_t delta_t x_t^T); cross_entropy its logits; embed its index.
-//    Inputs and params are kept anyway and are not counted.
-// 2. Buffers: a value needs memory when it leaves its launch (read by another
-//    launch, another stage, a later step, or an output). It is live from its
-//    launch to its last reader in issue order (to the end if saved or read
-//    across steps). Buffers are reused first-fit among those free on the same
-//    stream, growing to the largest value they hold; a value a stage on another
-//    stream reads keeps its buffer.
+// 1. Sweeps: the nodes of a fused launch in order; a node joins the current
+//    sweep when it maps element i to element i of the sweep's width and reads
+//    what the sweep computed at the same element; reductions and softmax are
+//    sweeps of their own. Values read only within their sweep stay locals.
+// 2. Stored: a value is stored when anything reads it outside its sweep (a
+//    later sweep, another launch, a later step, a port, the initial-state
+//    gradients) or a library call computes it. A slice that only fused
+//    kernels of its own stage read is a view: they load its source at an
+//    offset, and the source is stored instead.
+// 3. Buffers: the inputs in port order, the stored values by node, the
+//    scratch of each loop that runs in parallel over time (its chunks'
+//    coefficients and carries; Newton's coefficients of every step), one
+//    buffer per initial-state gradient (its k steps before the first, all
+//    padding). A loop runs in parallel when plan-time-parallel says so and
+//    its step is wider than one element (ScanIR takes no scalar loads of its
+//    own values).
+// 4. Accesses: the loads and stores of every launch as the kernel IR makes
+//    them (a read within its sweep at the same step is a local; a read of a
+//    view loads its source at the sum of the delays), and each launch's place
+//    in run order: forward stages, backward stages, the initial-state
+//    gradients. A buffer is padded by the largest delay it is read with
+//    before the first step and after the last (the initial-state gradients
+//    read k steps further back).
+// 5. Saved: forward values other than inputs that a backward launch loads.
+// 6. Steps kept: a value that a loop run step by step writes and that only
+//    that loop reads keeps one step's rows (read at the same step, no
+//    padding) or a ring of k + 1 steps (read up to k steps back); ports,
+//    inputs and indices keep all T, and so does every other value.
+// 7. Sharing: a buffer whose launches all come after another's last reuses
+//    its memory when both have the same width and padding (first fit, in
+//    order of first use); ports, inputs, indices, the initial-state gradients
+//    and buffers that keep fewer than T steps never share.
+// 8. CUDA's ones (what cuBLAS multiplies to sum a vector param's gradient
+//    over every row: one wide, or the summed value's width for a width-1
+//    param), and the figures.
 #include "passes/PlanMemory.h"
 
+#include "interp/Interpreter.h"
+#include "passes/FusePointwise.h"
+
 #include <algorithm>
+#include <cctype>
+#include <climits>
+#include <cstdlib>
+#include <fmt/format.h>
 #include <map>
+#include <optional>
 #include <queue>
 #include <set>
+#include <tuple>
 
 namespace rnnc {
 
+std::string bufferSteps(const WorkspaceBuffer &b) {
+  return b.fixed ? "none" : b.stepLocal ? "one" : b.ring ? fmt::format("ring of {}", b.ring) : "T";
+}
+
+std::string bufferRows(const WorkspaceBuffer &b) {
+  if (b.rowsPerStep() == 0) return std::to_string(b.fixedRows());
+  return b.fixedRows() ? fmt::format("T + {}", b.fixedRows()) : "T";
+}
+
 namespace {
 
-enum class Keep { None, Inputs, Result };
+bool isMap(Op op) {
+  OpKind k = opKind(op);
+  return k == OpKind::Pointwise || (k == OpKind::Layout && op != Op::SoftmaxMinusOneHot);
+}
 
-Keep adjointNeeds(Op op) {
-  switch (op) {
-  case Op::Mul: case Op::Div: case Op::Relu: case Op::Log: case Op::Softplus: case Op::Abs:
-  case Op::HardSigmoid: case Op::Silu: case Op::Min: case Op::Max: case Op::Mse:
-  case Op::MatMul: case Op::CrossEntropy: case Op::Embed:
-    return Keep::Inputs;
-  case Op::Sigmoid: case Op::Tanh: case Op::Exp: case Op::Sqrt:
-    return Keep::Result;
-  default:
-    return Keep::None;
+bool isLibraryCall(const Graph &g, const Kernel &k) {
+  OpKind kind = opKind(g.node(k.nodes.front()).op);
+  return k.nodes.size() == 1 && (kind == OpKind::Gemm || kind == OpKind::Accumulate);
+}
+
+/// The seed of the loss (1 / (T·B)): a constant of the workspace, not a buffer.
+bool isLossSeed(const Node &n) { return n.backward && n.op == Op::Input && n.name == "grad.loss"; }
+
+/// C identifier from a value's name ("h1.c" -> "h1_c").
+std::string identifier(const std::string &name, NodeId id) {
+  std::string s;
+  for (char ch : name) s += (std::isalnum(static_cast<unsigned char>(ch)) || ch == '_') ? ch : '_';
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) s = "v" + s;
+  return fmt::format("{}_{}", s, id);
+}
+
+/// A launch reading buffer `buffer` at step t - delay.
+struct Load {
+  int buffer;
+  int32_t delay;
+};
+
+/// Where each buffer is written and read, in stages and in run order.
+struct Accesses {
+  std::vector<int> writer;                // the stage that stores it, -1
+  std::vector<std::set<int>> readers;     // stages that load it (-1: the initial-state gradients)
+  std::vector<int32_t> farthest;          // the largest |delay| it is loaded with
+  std::vector<int> first, last;           // run order of its first and last launch (last -1: none)
+  std::vector<bool> readByBackward;
+};
+
+class MemoryPlanner {
+public:
+  MemoryPlanner(const Compilation &c, MemoryPlan &m) : c_(c), g_(c.graph), m_(m), users_(g_.users()) {}
+  void plan();
+
+private:
+  void formSweeps();
+  void markStored();
+  int addBuffer(WorkspaceBuffer b);
+  void makeBuffers();
+  void planScans();
+  void padFor(int buffer, int32_t delay, int64_t extraBefore = 0);
+  void pinPorts();
+  void padDelays();
+  std::optional<Load> load(const Edge &e) const;
+  void trace();
+  void traceLaunch(const Kernel &k, int stage, int at);
+  void traceInitialStateGradients(int at);
+  void read(const std::optional<Load> &l, int stage, int at, bool backward);
+  void write(int buffer, int stage, int at);
+  void keepSteps();
+  void share();
+  void figures();
+
+  const Compilation &c_;
+  const Graph &g_;
+  MemoryPlan &m_;
+  std::vector<std::vector<std::pair<NodeId, size_t>>> users_;
+  std::vector<int> stageOf_; // node -> stage, -1
+  std::vector<bool> stored_;
+  std::set<int> ports_; // buffers a port reads or writes: all T, never shared
+  std::map<std::string, int64_t> depths_; // per state: the steps before the first it is read at
+  Accesses a_;
+};
+
+void MemoryPlanner::formSweeps() {
+  m_.sweepOf.assign(g_.nodes.size(), -1);
+  for (const Stage &stage : c_.schedule.stages)
+    for (const Kernel &k : stage.kernels) {
+      int current = -1;
+      int64_t width = -1;
+      for (NodeId id : k.nodes) {
+        const Node &n = g_.node(id);
+        if (k.gemm || opKind(n.op) == OpKind::Accumulate || opKind(n.op) == OpKind::Gemm) continue;
+        bool joins = current >= 0 && isMap(n.op) && m_.sweeps[current] == SweepKind::Map && n.width == width;
+        for (const Edge &e : n.inputs) {
+          if (!joins) break;
+          if (m_.sweepOf[e.src] != current) continue;
+          joins = opKind(n.op) == OpKind::Pointwise && g_.node(e.src).width == n.width && e.delay == 0;
+        }
+        if (!joins) {
+          current = static_cast<int>(m_.sweeps.size());
+          m_.sweeps.push_back(isMap(n.op) ? SweepKind::Map
+                                          : n.op == Op::SoftmaxMinusOneHot ? SweepKind::Softmax : SweepKind::Reduce);
+          width = isMap(n.op) ? n.width : -1;
+        }
+        m_.sweepOf[id] = current;
+      }
+    }
+}
+
+void MemoryPlanner::markStored() {
+  const std::vector<int> &sweepOf = m_.sweepOf;
+  stored_.assign(g_.nodes.size(), false);
+  for (NodeId id = 0; id < g_.nodes.size(); ++id) {
+    const Node &n = g_.node(id);
+    if (n.dead || n.op == Op::Const || n.op == Op::Param) continue;
+    if (n.op == Op::Input) {
+      stored_[id] = !isLossSeed(n);
+      continue;
+    }
+    if (sweepOf[id] < 0 || m_.sweeps[sweepOf[id]] != SweepKind::Map) {
+      stored_[id] = opKind(n.op) != OpKind::Accumulate;
+      continue;
+    }
+    for (auto [user, slot] : users_[id])
+      if (sweepOf[user] != sweepOf[id] || g_.node(user).inputs[slot].delay != 0) stored_[id] = true;
   }
+  auto mark = [&](const Edge &e) {
+    const Node &n = g_.node(e.src);
+    if (n.op != Op::Const && n.op != Op::Param && !isLossSeed(n)) stored_[e.src] = true;
+  };
+  for (const GraphPort &o : g_.outputs) mark(o.value);
+  if (g_.loss) mark(Edge(*g_.loss));
+  for (const auto &[name, id] : g_.states()) mark(Edge(id));
+  for (const GraphPort &p : g_.grads.inputs) mark(p.value);
+  std::vector<bool> pinned(g_.nodes.size(), false); // ports and what the initial-state gradients read
+  for (const auto &[name, id] : g_.grads.states)
+    for (const Edge &e : g_.node(id).inputs) {
+      mark(e);
+      pinned[e.src] = true;
+    }
+  for (const GraphPort &o : g_.outputs) pinned[o.value.src] = true;
+  for (const GraphPort &p : g_.grads.inputs) pinned[p.value.src] = true;
+  if (g_.loss) pinned[*g_.loss] = true;
+  for (const auto &[name, id] : g_.states()) pinned[id] = true;
+  // A slice that only fused kernels of its own stage read is a view: they
+  // load its source at an offset, so it needs no buffer of its own (its
+  // source does, and lives no longer for it).
+  m_.view.assign(g_.nodes.size(), false);
+  for (NodeId id : dataflowOrder(g_, c_.time)) {
+    const Node &n = g_.node(id);
+    if (n.dead || n.op != Op::Slice || !stored_[id] || pinned[id] || sweepOf[id] < 0) continue;
+    NodeId src = n.inputs[0].src;
+    const Node &s = g_.node(src);
+    if (s.op == Op::Const || isLossSeed(s)) continue;
+    bool fused = s.op == Op::Param || s.op == Op::Input || stageOf_[src] == stageOf_[id];
+    for (auto [user, slot] : users_[id]) fused &= sweepOf[user] >= 0 && stageOf_[user] == stageOf_[id];
+    if (!fused) continue;
+    m_.view[id] = true;
+    stored_[id] = false;
+    if (s.op != Op::Param && !m_.view[src]) stored_[src] = true;
+  }
+}
+
+int MemoryPlanner::addBuffer(WorkspaceBuffer b) {
+  m_.buffers.push_back(std::move(b));
+  return static_cast<int>(m_.buffers.size()) - 1;
+}
+
+void MemoryPlanner::makeBuffers() {
+  m_.bufferOf.assign(g_.nodes.size(), -1);
+  auto valueBuffer = [&](NodeId id) {
+    if (m_.bufferOf[id] >= 0) return m_.bufferOf[id];
+    const Node &n = g_.node(id);
+    WorkspaceBuffer b;
+    b.node = id;
+    b.name = identifier(n.name.empty() ? opMnemonic(n.op) : n.name, id);
+    b.width = n.isIndex ? 1 : n.width;
+    b.index = n.isIndex;
+    b.backward = n.backward;
+    return m_.bufferOf[id] = addBuffer(std::move(b));
+  };
+  // Inputs first, in port order, so buffer order reads like the signature.
+  for (size_t i = 0; i < g_.inputs.size(); ++i) m_.buffers[valueBuffer(g_.inputs[i].value.src)].input = static_cast<int>(i);
+  for (NodeId id = 0; id < g_.nodes.size(); ++id)
+    if (!g_.node(id).dead && stored_[id]) valueBuffer(id);
+  int seed = 0;
+  for (const GraphPort &s : g_.grads.seeds)
+    if (s.name != "loss") m_.buffers[m_.bufferOf[s.value.src]].input = seed++;
+  planScans();
+  for (const auto &[state, id] : g_.grads.states) {
+    const Node &n = g_.node(id);
+    auto depth = depths_.find(state);
+    // A constant gradient needs no buffer; a state whose delayed reads the
+    // passes removed has no steps before the first (the kernel IR refuses it).
+    if (n.op == Op::Const || depth == depths_.end()) continue;
+    WorkspaceBuffer b;
+    b.node = id;
+    b.name = identifier("initial_" + state, id);
+    b.width = n.width;
+    b.backward = true;
+    b.padBefore = depth->second;
+    b.fixed = true;
+    m_.initialStateGradients.emplace_back(state, addBuffer(std::move(b)));
+  }
+}
+
+void MemoryPlanner::planScans() {
+  const auto &stages = c_.schedule.stages;
+  m_.scans.assign(stages.size(), ScanScratch());
+  for (size_t s = 0; s < stages.size(); ++s) {
+    const Stage &stage = stages[s];
+    bool planned = stage.loop && stage.loopIndex >= 0 && static_cast<size_t>(stage.loopIndex) < c_.loopPlans.size() &&
+                   c_.loopPlans[stage.loopIndex] != LoopPlan::Sequential;
+    if (!planned || stage.nodes.empty() || g_.node(stage.nodes.front()).width <= 1) continue;
+    ScanScratch &scan = m_.scans[s];
+    std::set<NodeId> states; // what the loop reads one step back
+    for (NodeId id : stage.nodes)
+      for (const Edge &e : g_.node(id).inputs)
+        if (e.delay == stage.direction && stageOf_[e.src] == static_cast<int>(s)) states.insert(e.src);
+    int64_t n = g_.node(stage.nodes.front()).width, k = static_cast<int64_t>(states.size());
+    scan.width = n;
+    scan.states = static_cast<int>(k);
+    auto scratch = [&](const char *what, int64_t width, bool perStep) {
+      WorkspaceBuffer b;
+      b.name = fmt::format("scan_{}_{}", s, what);
+      b.width = width;
+      b.scratch = true;
+      b.backward = stage.backward;
+      b.fixed = !perStep;
+      b.padBefore = perStep ? 0 : kScanChunks;
+      return addBuffer(std::move(b));
+    };
+    scan.aggregates = scratch("aggregates", n * (k * k + k), false);
+    scan.carries = scratch("carries", n * k, false);
+    if (c_.loopPlans[stage.loopIndex] == LoopPlan::Newton) scan.coefficients = scratch("coefficients", n * (k * k + k), true);
+  }
+}
+
+void MemoryPlanner::padFor(int buffer, int32_t delay, int64_t extraBefore) {
+  if (buffer < 0) return;
+  WorkspaceBuffer &b = m_.buffers[buffer];
+  b.padBefore = std::max<int64_t>(b.padBefore, delay + extraBefore);
+  b.padAfter = std::max<int64_t>(b.padAfter, -delay);
+}
+
+void MemoryPlanner::pinPorts() {
+  auto port = [&](const Edge &e) {
+    int b = m_.bufferOf[e.src];
+    padFor(b, e.delay);
+    ports_.insert(b);
+  };
+  for (const GraphPort &p : g_.inputs) port(p.value);
+  for (const GraphPort &p : g_.outputs) port(p.value);
+  for (const auto &[name, id] : g_.states()) port(Edge(id));
+  for (const GraphPort &p : g_.grads.seeds)
+    if (p.name != "loss") port(p.value);
+  for (const GraphPort &p : g_.grads.inputs) port(p.value);
+  for (const auto &[state, b] : m_.initialStateGradients) ports_.insert(b);
+  if (g_.loss) ports_.insert(m_.bufferOf[*g_.loss]);
+  ports_.erase(-1); // ports whose value is a param or a constant
+}
+
+void MemoryPlanner::padDelays() {
+  for (NodeId id = 0; id < g_.nodes.size(); ++id) {
+    if (g_.node(id).dead) continue;
+    for (const Edge &e : g_.node(id).inputs) padFor(m_.bufferOf[e.src], e.delay);
+  }
+}
+
+std::optional<Load> MemoryPlanner::load(const Edge &e) const {
+  const Node &n = g_.node(e.src);
+  if (n.op == Op::Const || n.op == Op::Param || isLossSeed(n)) return std::nullopt;
+  if (m_.view[e.src]) return load(Edge(n.inputs[0].src, n.inputs[0].delay + e.delay));
+  if (m_.bufferOf[e.src] < 0) return std::nullopt;
+  return Load{m_.bufferOf[e.src], e.delay};
+}
+
+void MemoryPlanner::read(const std::optional<Load> &l, int stage, int at, bool backward) {
+  if (!l) return;
+  padFor(l->buffer, l->delay); // a view's source, at the sum of the delays
+  a_.readers[l->buffer].insert(stage);
+  a_.farthest[l->buffer] = std::max(a_.farthest[l->buffer], std::abs(l->delay));
+  a_.first[l->buffer] = std::min(a_.first[l->buffer], at);
+  a_.last[l->buffer] = std::max(a_.last[l->buffer], at);
+  if (backward) a_.readByBackward[l->buffer] = true;
+}
+
+void MemoryPlanner::write(int buffer, int stage, int at) {
+  if (buffer < 0) return;
+  a_.writer[buffer] = stage;
+  a_.first[buffer] = std::min(a_.first[buffer], at);
+  a_.last[buffer] = std::max(a_.last[buffer], at);
+}
+
+void MemoryPlanner::traceLaunch(const Kernel &k, int stage, int at) {
+  bool backward = c_.schedule.stages[stage].backward;
+  if (isLibraryCall(g_, k)) {
+    NodeId id = k.nodes.front();
+    const Node &n = g_.node(id);
+    for (size_t i = 0; i < std::min<size_t>(2, n.inputs.size()); ++i) read(load(n.inputs[i]), stage, at, backward);
+    if (n.op == Op::MatMul || n.op == Op::MatMulT) write(m_.bufferOf[id], stage, at);
+    return;
+  }
+  for (NodeId id : k.nodes) {
+    int sweep = m_.sweepOf[id];
+    if (m_.view[id]) { // a view is computed only where its own sweep reads it
+      bool readHere = false;
+      for (auto [user, slot] : users_[id]) readHere |= m_.sweepOf[user] == sweep && g_.node(user).inputs[slot].delay == 0;
+      if (!readHere) continue;
+    }
+    write(m_.bufferOf[id], stage, at);
+    for (const Edge &e : g_.node(id).inputs)
+      if (!(sweep >= 0 && e.delay == 0 && m_.sweepOf[e.src] == sweep)) read(load(e), stage, at, backward); // else a local
+  }
+}
+
+void MemoryPlanner::traceInitialStateGradients(int at) {
+  for (const auto &[state, buffer] : m_.initialStateGradients) {
+    const Node &n = g_.node(m_.buffers[buffer].node);
+    if (opKind(n.op) != OpKind::Gemm && !isMap(n.op)) continue; // the kernel IR refuses it
+    for (const Edge &e : n.inputs) padFor(m_.bufferOf[e.src], e.delay, depths_.at(state)); // steps -k .. -1
+    size_t operands = opKind(n.op) == OpKind::Gemm ? std::min<size_t>(2, n.inputs.size()) : n.inputs.size();
+    for (size_t i = 0; i < operands; ++i) read(load(n.inputs[i]), -1, at, true);
+    write(buffer, -1, at);
+  }
+}
+
+void MemoryPlanner::trace() {
+  size_t count = m_.buffers.size();
+  a_ = {std::vector<int>(count, -1), std::vector<std::set<int>>(count), std::vector<int32_t>(count, 0),
+        std::vector<int>(count, INT_MAX), std::vector<int>(count, -1), std::vector<bool>(count, false)};
+  const auto &stages = c_.schedule.stages;
+  int at = 0;
+  for (bool backward : {false, true})
+    for (size_t s = 0; s < stages.size(); ++s) {
+      if (stages[s].backward != backward) continue;
+      for (const Kernel &k : stages[s].kernels) traceLaunch(k, static_cast<int>(s), at);
+      ++at;
+    }
+  traceInitialStateGradients(at);
+  for (size_t b = 0; b < count; ++b) {
+    WorkspaceBuffer &buf = m_.buffers[b];
+    buf.saved = a_.readByBackward[b] && buf.node != kNoNode && !g_.node(buf.node).backward &&
+                g_.node(buf.node).op != Op::Input;
+  }
+}
+
+void MemoryPlanner::keepSteps() {
+  const auto &stages = c_.schedule.stages;
+  for (size_t b = 0; b < m_.buffers.size(); ++b) {
+    WorkspaceBuffer &buf = m_.buffers[b];
+    int stage = a_.writer[b];
+    if (buf.fixed || buf.input >= 0 || buf.index || ports_.count(static_cast<int>(b)) || stage < 0 ||
+        !stages[stage].loop || m_.scans[stage].aggregates >= 0) // a scan's chunks run at once
+      continue;
+    bool onlyItsLoop = true;
+    for (int s : a_.readers[b]) onlyItsLoop &= s == stage;
+    if (!onlyItsLoop) continue;
+    // One step's rows, or a ring of the steps the loop reads back (its
+    // padding is zeros, which the ring starts with).
+    if (a_.farthest[b] == 0 && !buf.padBefore && !buf.padAfter) buf.stepLocal = true;
+    else buf.ring = a_.farthest[b] + 1;
+  }
+}
+
+void MemoryPlanner::share() {
+  std::vector<int> candidates;
+  for (size_t b = 0; b < m_.buffers.size(); ++b) {
+    const WorkspaceBuffer &buf = m_.buffers[b];
+    if (!ports_.count(static_cast<int>(b)) && !buf.fixed && !buf.stepLocal && !buf.ring && !buf.index && buf.input < 0 &&
+        a_.last[b] >= 0)
+      candidates.push_back(static_cast<int>(b));
+  }
+  std::stable_sort(candidates.begin(), candidates.end(), [&](int x, int y) { return a_.first[x] < a_.first[y]; });
+  // Slots of one shape (width and padding), in the order they were made. A
+  // buffer takes the first free one of its shape; candidates come in order of
+  // their first use, so a slot once free for one stays free for the next.
+  struct Shape {
+    std::set<int> free; // slot numbers
+    std::priority_queue<std::pair<int, int>, std::vector<std::pair<int, int>>, std::greater<>> busy; // (freeAfter, slot)
+  };
+  std::map<std::tuple<int64_t, int64_t, int64_t>, Shape> shapes;
+  std::vector<int> owner; // per slot: the buffer that owns its memory
+  for (int b : candidates) {
+    WorkspaceBuffer &buf = m_.buffers[b];
+    Shape &shape = shapes[{buf.width, buf.padBefore, buf.padAfter}];
+    while (!shape.busy.empty() && shape.busy.top().first < a_.first[b]) {
+      shape.free.insert(shape.busy.top().second);
+      shape.busy.pop();
+    }
+    int slot;
+    if (!shape.free.empty()) {
+      slot = *shape.free.begin();
+      shape.free.erase(shape.free.begin());
+      buf.shares = owner[static_cast<size_t>(slot)];
+    } else {
+      slot = static_cast<int>(owner.size());
+      owner.push_back(b);
+    }
+    shape.busy.push({a_.last[b], slot});
+  }
+}
+
+void MemoryPlanner::figures() {
+  for (const Stage &stage : c_.schedule.stages)
+    for (const Kernel &k : stage.kernels) {
+      const Node &n = g_.node(k.nodes.front());
+      if (isLibraryCall(g_, k) && n.op == Op::GradVector)
+        m_.onesWidth = std::max<int64_t>(m_.onesWidth, n.width == 1 ? g_.node(n.inputs[0].src).width : 1);
+    }
+  for (const WorkspaceBuffer &b : m_.buffers) {
+    m_.unsharedBytesPerStep += b.bytesPerStep();
+    if (b.saved) m_.savedBytesPerStep += b.bytesPerStep();
+    if (b.shares >= 0) continue;
+    m_.bytesPerStep += b.bytesPerStep();
+    m_.fixedBytes += b.fixedBytes();
+  }
+}
+
+void MemoryPlanner::plan() {
+  depths_ = stateDepths(g_);
+  stageOf_.assign(g_.nodes.size(), -1);
+  for (size_t s = 0; s < c_.schedule.stages.size(); ++s)
+    for (NodeId id : c_.schedule.stages[s].nodes) stageOf_[id] = static_cast<int>(s);
+  formSweeps();   // 1
+  markStored();   // 2
+  makeBuffers();  // 3
+  pinPorts();     // 4, 6, 7
+  padDelays();    // 4
+  trace();        // 4, 5
+  keepSteps();    // 6
+  share();        // 7
+  figures();      // 8
+  m_.planned = true;
 }
 
 } // namespace
 
 void planMemory(Compilation &c) {
-  const Graph &g = c.graph;
   MemoryPlan plan;
-  std::set<NodeId> saved;
-  auto keep = [&](NodeId id) {
-    Op op = g.node(id).op;
-    if (op != Op::Input && op != Op::Param && op != Op::Const) saved.insert(id);
-  };
-  // With a backward graph, what it reads of the forward values is exactly what
-  // must be kept; without one, the adjoint rules tell what it will read.
-  bool hasBackward = false;
-  for (const Node &n : g.nodes) hasBackward |= !n.dead && n.backward;
-  for (NodeId id = 0; id < g.nodes.size() && hasBackward; ++id)
-    if (!g.node(id).dead && g.node(id).backward)
-      for (Edge e : g.node(id).inputs)
-        if (!g.node(e.src).backward) keep(e.src);
-  for (NodeId id = 0; id < g.nodes.size() && !hasBackward; ++id) {
-    if (g.node(id).dead) continue;
-    Keep k = adjointNeeds(g.node(id).op);
-    if (k == Keep::Result) keep(id);
-    if (k == Keep::Inputs)
-      for (Edge e : g.node(id).inputs) keep(e.src);
-  }
-  plan.saved.assign(saved.begin(), saved.end());
-  for (NodeId id : plan.saved) plan.savedBytesPerStep += 4 * g.node(id).width;
-
-  // Launch positions in issue order.
-  std::vector<int> launchOf(g.nodes.size(), -1), stageOf(g.nodes.size(), -1);
-  int position = 0;
-  for (size_t s = 0; s < c.schedule.stages.size(); ++s)
-    for (const Kernel &k : c.schedule.stages[s].kernels) {
-      for (NodeId id : k.nodes) {
-        launchOf[id] = position;
-        stageOf[id] = static_cast<int>(s);
-      }
-      ++position;
-    }
-  const int end = position + 1;
-  std::vector<int> lastUse(g.nodes.size(), -1);
-  std::vector<bool> escapes(g.nodes.size(), false);
-  std::vector<bool> readElsewhere(g.nodes.size(), false); // by a stage on another stream
-  for (NodeId id = 0; id < g.nodes.size(); ++id) {
-    if (g.node(id).dead) continue;
-    for (Edge e : g.node(id).inputs) {
-      if (launchOf[e.src] < 0) continue;
-      bool other = launchOf[id] != launchOf[e.src] || e.delay != 0;
-      if (!other) continue;
-      escapes[e.src] = true;
-      // Read by a later step of a loop: live across the whole loop.
-      int until = e.delay != 0 ? end : launchOf[id];
-      lastUse[e.src] = std::max(lastUse[e.src], until);
-      if (stageOf[id] >= 0 && c.schedule.stages[stageOf[id]].stream != c.schedule.stages[stageOf[e.src]].stream)
-        readElsewhere[e.src] = true;
-    }
-  }
-  for (const GraphPort &o : g.outputs)
-    if (launchOf[o.value.src] >= 0) {
-      escapes[o.value.src] = true;
-      lastUse[o.value.src] = end;
-    }
-  for (NodeId id : plan.saved)
-    if (launchOf[id] >= 0) {
-      escapes[id] = true;
-      lastUse[id] = end;
-    }
-  // A buffer is reused only on the stream that used it, where launches run in
-  // issue order; one a stage on another stream read stays with its value
-  // (stages on different streams may run at the same time). Per stream, the
-  // buffers free before a value is written are kept in index order: first fit.
-  const auto &stages = c.schedule.stages;
-  std::vector<int> stageOfLaunch(position + 1, 0);
-  for (NodeId id = 0; id < g.nodes.size(); ++id)
-    if (launchOf[id] >= 0) stageOfLaunch[launchOf[id]] = stageOf[id];
-  struct Interval { int from, to; int64_t bytes; bool readElsewhere; };
-  std::vector<Interval> live;
-  for (NodeId id = 0; id < g.nodes.size(); ++id)
-    if (escapes[id] && launchOf[id] >= 0)
-      live.push_back({launchOf[id], std::max(lastUse[id], launchOf[id]), 4 * g.node(id).width, readElsewhere[id]});
-  std::sort(live.begin(), live.end(), [](const Interval &a, const Interval &b) { return a.from < b.from; });
-  using Release = std::pair<int, int>; // (free after launch, buffer)
-  std::map<int, std::priority_queue<Release, std::vector<Release>, std::greater<Release>>> busy; // per stream
-  std::map<int, std::set<int>> idle;                                                           // per stream
-  std::vector<int64_t> buffers; // bytes of each
-  for (const Interval &v : live) {
-    plan.unsharedBytesPerStep += v.bytes;
-    int stream = stages[stageOfLaunch[v.from]].stream;
-    auto &pending = busy[stream];
-    while (!pending.empty() && pending.top().first < v.from) {
-      idle[stream].insert(pending.top().second);
-      pending.pop();
-    }
-    int chosen;
-    if (!idle[stream].empty()) {
-      chosen = *idle[stream].begin();
-      idle[stream].erase(idle[stream].begin());
-      buffers[chosen] = std::max(buffers[chosen], v.bytes);
-    } else {
-      chosen = static_cast<int>(buffers.size());
-      buffers.push_back(v.bytes);
-    }
-    if (v.to < end && !v.readElsewhere) pending.push({v.to, chosen});
-  }
-  plan.buffers = static_cast<int>(buffers.size());
-  for (int64_t b : buffers) plan.bufferBytesPerStep += b;
+  MemoryPlanner(c, plan).plan();
   c.memory = std::move(plan);
 }
 

@@ -1,7 +1,9 @@
 #include "passes/Stats.h"
 
 #include "analysis/Recurrence.h"
+#include "passes/PlanMemory.h"
 
+#include <algorithm>
 #include <fmt/format.h>
 
 namespace rnnc {
@@ -47,8 +49,20 @@ Stats computeStats(const Compilation &c) {
   }
   s.streams = c.schedule.streams;
   s.savedBytesPerStep = c.memory.savedBytesPerStep;
-  s.bufferBytesPerStep = c.memory.bufferBytesPerStep;
+  s.bufferBytesPerStep = c.memory.bytesPerStep;
+  s.bufferFixedBytes = c.memory.fixedBytes;
+  s.cudaBytesPerStep = 4 * c.memory.onesWidth;
+  s.buffers = c.memory.buffers;
   return s;
+}
+
+int64_t workspaceBytes(const MemoryPlan &m, int64_t T, int64_t B, bool cuda) {
+  auto aligned = [](int64_t bytes) { return (bytes + 63) / 64 * 64; };
+  int64_t total = 0;
+  for (const WorkspaceBuffer &b : m.buffers)
+    if (b.shares < 0) total += aligned(B * (T * b.bytesPerStep() + b.fixedBytes()));
+  if (cuda && m.onesWidth) total += aligned(B * T * 4 * m.onesWidth);
+  return std::max<int64_t>(total, 64);
 }
 
 namespace {
@@ -65,11 +79,29 @@ nlohmann::json directionJson(const DirectionStats &d) {
 } // namespace
 
 nlohmann::json statsJson(const Stats &s) {
+  nlohmann::json buffers = nlohmann::json::array();
+  for (const WorkspaceBuffer &b : s.buffers) {
+    nlohmann::json e = {{"name", b.name},
+                        {"width", b.width},
+                        {"dtype", b.index ? "int32" : "real"},
+                        {"pad_before", b.padBefore},
+                        {"pad_after", b.padAfter},
+                        {"steps", bufferSteps(b)},
+                        {"backward", b.backward},
+                        {"saved", b.saved},
+                        {"bytes_per_step", b.bytesPerStep()},
+                        {"fixed_bytes", b.fixedBytes()}};
+    if (b.shares >= 0) e["shares"] = s.buffers[b.shares].name;
+    buffers.push_back(e);
+  }
   return {{"forward", directionJson(s.forward)},
           {"backward", directionJson(s.backward)},
           {"streams", s.streams},
           {"saved_bytes_per_step", s.savedBytesPerStep},
           {"buffer_bytes_per_step", s.bufferBytesPerStep},
+          {"buffer_fixed_bytes", s.bufferFixedBytes},
+          {"cuda_bytes_per_step", s.cudaBytesPerStep},
+          {"workspace", {{"align_bytes", 64}, {"buffers", buffers}}},
           {"kernels", s.kernels}};
 }
 
@@ -84,9 +116,13 @@ std::string statsText(const Stats &s) {
                        d->flopsInLoops,
                        d->flopsHoisted);
   }
-  out += fmt::format("streams: {}\nsaved for backward: {} bytes per step and sequence\nbuffers: {} bytes per step and "
-                     "sequence\n", s.streams, s.savedBytesPerStep, s.bufferBytesPerStep);
-  return out;
+  int sharing = 0;
+  for (const WorkspaceBuffer &b : s.buffers) sharing += b.shares >= 0;
+  out += fmt::format("streams: {}\nsaved for backward: {} bytes per step and sequence\n", s.streams, s.savedBytesPerStep);
+  out += fmt::format("workspace: {} bytes per step and sequence plus {} per sequence, {} buffers ({} sharing memory)",
+                     s.bufferBytesPerStep, s.bufferFixedBytes, s.buffers.size(), sharing);
+  if (s.cudaBytesPerStep) out += fmt::format("; CUDA adds {} per step", s.cudaBytesPerStep);
+  return out + "\n";
 }
 
 } // namespace rnnc

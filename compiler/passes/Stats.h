@@ -1,6 +1,7 @@
 // The figures `rnnc show --stats` reports for a scheduled compilation: loops,
 // launches and GEMMs per step inside loops, hoisted GEMMs, flops per step and
-// sequence, streams and bytes saved per step (DESIGN.md §5).
+// sequence, streams, bytes saved per step (DESIGN.md §5), and the memory plan's
+// workspace, which is what the bundles allocate (passes/PlanMemory.h).
 #pragma once
 
 #include "passes/Compilation.h"
@@ -24,10 +25,19 @@ struct DirectionStats {
 struct Stats {
   DirectionStats forward, backward; // backward: zero until BPTT lands
   int streams = 1;
-  int64_t savedBytesPerStep = 0;
-  int64_t bufferBytesPerStep = 0;
+  // Memory, per sequence, float32 (c.memory):
+  int64_t savedBytesPerStep = 0;  // forward values backward reads
+  int64_t bufferBytesPerStep = 0; // the workspace's buffers, per step of T
+  int64_t bufferFixedBytes = 0;   // and what does not grow with T
+  int64_t cudaBytesPerStep = 0;   // what the CUDA bundle adds (its ones)
+  std::vector<WorkspaceBuffer> buffers;
   int kernels = 0;
 };
+
+/// The bytes `workspace_bytes(T, B)` of a bundle returns for this plan (the
+/// CUDA bundle's when `cuda`): each buffer with memory of its own rounded up
+/// to 64 bytes, 64 at least; float32.
+int64_t workspaceBytes(const MemoryPlan &m, int64_t T, int64_t B, bool cuda);
 
 /// Floating-point operations of one node per step and sequence.
 int64_t nodeFlops(const Graph &g, NodeId id);

@@ -11,7 +11,6 @@
 #include "passes/FusePointwise.h"
 #include "passes/HoistTimeParallel.h"
 #include "passes/Pipeline.h"
-#include "passes/PlanMemory.h"
 #include "passes/Schedule.h"
 #include "passes/StackGemms.h"
 #include "passes/Stats.h"
@@ -826,46 +825,7 @@ TEST_CASE("schedule: work after a loop continues the loop's stream", "[passes][s
 }
 
 // ---------------------------------------------------------------------------
-// plan-memory: what backward keeps per step, and buffers shared by liveness.
-
-TEST_CASE("memory: the LSTM's saved and buffer bytes by hand", "[passes][memory]") {
-  auto r = compiled(kLstm); // I = 64, H = 128: the gates are 4H = 512 wide
-  // Saved (PlanMemory.cpp, rule 1), over the optimized graph:
-  //   W_ih @ x      keeps x: an input, not counted
-  //   W_hh @ h[t-1] keeps h                                       128
-  //   sigmoid(f), sigmoid(i), sigmoid(o) keep their results      3 x 128
-  //   tanh(g), tanh(c) keep their results                        2 x 128
-  //   sigmoid(f) * c[t-1] keeps its operands: sigmoid(f) (already) and c  128
-  //   sigmoid(i) * tanh(g), sigmoid(o) * tanh(c): operands already kept
-  //   the adds and slices keep nothing
-  // = 7 values of 128 floats = 7 * 128 * 4 = 3584 bytes per step.
-  CHECK(r->c.memory.saved.size() == 7);
-  CHECK(r->c.memory.savedBytesPerStep == 7 * 128 * 4);
-  CHECK(r->c.memory.savedBytesPerStep == 3584);
-  // Buffers (rule 2): launches in issue order are k0 = W_ih @ x, k1 = W_hh @
-  // h[t-1], k2 = the loop kernel (the bias add sank into it).
-  //   W_ih @ x   [0, 2]  2048 bytes (read by k2)
-  //   W_hh @ h   [1, 2]  2048 (read by k2)
-  //   the 7 saved values, all made by k2, [2, end] 512 each (h and c are also
-  //   read by the next step, which holds them to the end anyway)
-  // unshared = 2 * 2048 + 7 * 512 = 7680. First fit: W_ih @ x takes buffer 0;
-  // W_hh @ h starts at 1, when buffer 0 is not yet free (free means freed
-  // before the start), so buffer 1; nothing is free before 2, so the 7 saved
-  // values take 7 more buffers: 2 * 2048 + 7 * 512 = 7680 bytes in 9 buffers.
-  CHECK(r->c.memory.unsharedBytesPerStep == 7680);
-  CHECK(r->c.memory.bufferBytesPerStep == 7680);
-  CHECK(r->c.memory.buffers == 9);
-  Stats s = computeStats(r->c);
-  CHECK(s.savedBytesPerStep == 3584);
-  CHECK(s.bufferBytesPerStep == 7680);
-}
-
-TEST_CASE("memory: saved values are the same at -O0", "[passes][memory]") {
-  // The same adjoint rules over the unoptimized graph: the one extra add and
-  // the unhoisted order keep nothing more.
-  auto r = compiled(kLstm, false);
-  CHECK(r->c.memory.savedBytesPerStep == 3584);
-}
+// plan-memory: tests/unit/PlanMemoryTest.cpp.
 
 // ---------------------------------------------------------------------------
 // -O0: no analysis; one launch per op per step, in time order.

@@ -13,7 +13,8 @@
 //     same), a GEMM's input and a GEMM's reader are in other launches; a
 //     time-parallel stage reads its own values at other steps only from an
 //     earlier launch; a loop reads its own values only at steps already done;
-//   - the stats agree with the schedule and the memory plan;
+//   - the stats agree with the schedule and the memory plan, the plan keeps
+//     its promises (with backward too) and the kernel IR builds on it;
 //   - the graph verifies after every pass and at the end.
 // Only forward offsets (t-1, t-2) are generated: a file never mixes t-k and
 // t+k. Set RNNC_PROPERTY_DUMP=path to have each case written there before it
@@ -23,6 +24,8 @@
 
 #include "frontend/Lower.h"
 #include "ir/Verifier.h"
+#include "codegen/KernelIR.h"
+#include "passes/Autodiff.h"
 #include "passes/Pipeline.h"
 #include "passes/Stats.h"
 
@@ -278,6 +281,48 @@ private:
   bool hasIndex_ = false, usedSubA_ = false, usedSubB_ = false;
 };
 
+/// What plan-memory promises (passes/PlanMemory.h, Compilation.h), and that
+/// the kernel IR builds on the plan (its own check of every load against it
+/// is an internal error, which ends this process: RNNC_PROPERTY_DUMP keeps
+/// the case).
+std::vector<std::string> memoryViolations(const Compilation &c) {
+  std::vector<std::string> out;
+  auto bad = [&](std::string s) { out.push_back(std::move(s)); };
+  const Graph &g = c.graph;
+  const MemoryPlan &m = c.memory;
+  if (!m.planned || m.bufferOf.size() != g.nodes.size() || m.sweepOf.size() != g.nodes.size()) bad("memory: no plan");
+  int64_t saved = 0, bytes = 0, fixed = 0, unshared = 0;
+  for (size_t b = 0; b < m.buffers.size(); ++b) {
+    const WorkspaceBuffer &buf = m.buffers[b];
+    if (buf.fixed + buf.stepLocal + (buf.ring > 0) > 1) bad(fmt::format("memory: {} keeps steps in two ways", buf.name));
+    if (buf.node != kNoNode && !buf.fixed && m.bufferOf[buf.node] != static_cast<int>(b))
+      bad(fmt::format("memory: {} holds %{}, whose buffer is another", buf.name, buf.node));
+    if (buf.saved && (buf.rowsPerStep() != 1 || g.node(buf.node).backward))
+      bad(fmt::format("memory: {} is saved but keeps fewer than T steps or is backward's", buf.name));
+    if (buf.shares >= 0) {
+      const WorkspaceBuffer &owner = m.buffers[buf.shares];
+      if (owner.shares >= 0 || owner.width != buf.width || owner.padBefore != buf.padBefore ||
+          owner.padAfter != buf.padAfter || buf.rowsPerStep() != 1)
+        bad(fmt::format("memory: {} shares {}, not an owner of its shape", buf.name, owner.name));
+    }
+    if (buf.saved) saved += buf.bytesPerStep();
+    unshared += buf.bytesPerStep();
+    if (buf.shares < 0) {
+      bytes += buf.bytesPerStep();
+      fixed += buf.fixedBytes();
+    }
+  }
+  if (saved != m.savedBytesPerStep) bad("memory: saved bytes are not the saved buffers' bytes");
+  if (bytes != m.bytesPerStep || fixed != m.fixedBytes || unshared != m.unsharedBytesPerStep)
+    bad("memory: the totals are not the buffers' bytes");
+  if (m.bytesPerStep > m.unsharedBytesPerStep) bad("memory: sharing made buffers bigger");
+  codegen::Program program;
+  std::string error;
+  if (codegen::buildProgram(c, program, error) && program.buffers.size() != m.buffers.size())
+    bad("memory: the kernel IR has other buffers than the plan");
+  return out;
+}
+
 /// Every violation of the schedule's properties in a compiled graph.
 /// `direction`: the sign of every offset in the cell (+1: t-k).
 std::vector<std::string> violations(const Compilation &c, size_t loweredLive, int direction = +1) {
@@ -451,20 +496,12 @@ std::vector<std::string> violations(const Compilation &c, size_t loweredLive, in
   if (s.forward.flopsInLoops + s.forward.flopsHoisted != flops) bad("stats: flops are not the nodes' flops");
   if (s.streams != c.schedule.streams) bad("stats: streams");
   if (s.backward.loops != 0 || s.backward.stepLaunches != 0) bad("stats: a backward pass before BPTT");
-  if (s.savedBytesPerStep != c.memory.savedBytesPerStep || s.bufferBytesPerStep != c.memory.bufferBytesPerStep)
+  if (s.savedBytesPerStep != c.memory.savedBytesPerStep || s.bufferBytesPerStep != c.memory.bytesPerStep ||
+      s.bufferFixedBytes != c.memory.fixedBytes)
     bad("stats: memory figures");
 
   // 6. Memory plan.
-  int64_t saved = 0;
-  std::set<NodeId> savedSet;
-  for (NodeId id : c.memory.saved) {
-    saved += 4 * g.node(id).width;
-    if (!savedSet.insert(id).second) bad(fmt::format("memory: %{} saved twice", id));
-    if (g.node(id).dead || opKind(g.node(id).op) == OpKind::Leaf) bad(fmt::format("memory: %{} saved but dead or a leaf", id));
-  }
-  if (saved != c.memory.savedBytesPerStep) bad("memory: saved bytes are not the saved values' bytes");
-  if (c.memory.bufferBytesPerStep > c.memory.unsharedBytesPerStep) bad("memory: sharing made buffers bigger");
-  if (c.memory.buffers < 0 || (c.memory.buffers == 0) != (c.memory.unsharedBytesPerStep == 0)) bad("memory: buffer count");
+  for (const std::string &v : memoryViolations(c)) bad(v);
   return out;
 }
 
@@ -512,6 +549,16 @@ void runCase(const std::string &text, Totals &totals, int direction, std::vector
     std::vector<std::string> v = violations(c, live, direction);
     CAPTURE(v);
     CHECK(v.empty());
+    // With backward (of every output), the plan keeps what BPTT reads.
+    Compilation withBackward;
+    withBackward.graph = *lowered;
+    withBackward.optimize = optimize;
+    if (differentiate(withBackward.graph, defaultObjective(withBackward.graph), *fe->diags) &&
+        runPipeline(withBackward, *fe->diags)) {
+      std::vector<std::string> m = memoryViolations(withBackward);
+      CAPTURE(m);
+      CHECK(m.empty());
+    }
     if (optimize) {
       totals.loops += !c.time.loops.empty();
       bool stacked = false;

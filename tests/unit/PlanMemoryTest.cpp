@@ -1,0 +1,229 @@
+// plan-memory (passes/PlanMemory.h): the one memory plan, by hand on small
+// cells, and the kernel IR allocating exactly its buffers. That the bundles'
+// workspace_bytes agree with `show --stats` on every sample is
+// tests/memory/run.py.
+#include "TestSupport.h"
+
+#include "codegen/KernelIR.h"
+#include "frontend/Lower.h"
+#include "passes/Autodiff.h"
+#include "passes/Pipeline.h"
+#include "passes/PlanMemory.h"
+#include "passes/Stats.h"
+#include "rnnc/workspace.h"
+
+#include <catch2/catch.hpp>
+
+using namespace rnnc;
+
+namespace {
+
+struct Planned {
+  std::unique_ptr<FrontendResult> fe;
+  Compilation c;
+  const MemoryPlan &m() const { return c.memory; }
+  /// The buffer of the value the user named `name`.
+  const WorkspaceBuffer &of(const std::string &name) const {
+    for (NodeId id = 0; id < c.graph.nodes.size(); ++id)
+      if (!c.graph.node(id).dead && c.graph.node(id).name == name && c.memory.bufferOf[id] >= 0)
+        return c.memory.buffers[c.memory.bufferOf[id]];
+    FAIL("no buffer for " << name);
+    return c.memory.buffers.front();
+  }
+  /// The buffer of the product with param `param`.
+  const WorkspaceBuffer &product(const std::string &param) const {
+    for (NodeId id = 0; id < c.graph.nodes.size(); ++id) {
+      const Node &n = c.graph.node(id);
+      if (!n.dead && n.op == Op::MatMul && n.params.front() == param) return c.memory.buffers[c.memory.bufferOf[id]];
+    }
+    FAIL("no product with " << param);
+    return c.memory.buffers.front();
+  }
+};
+
+enum class Backward { None, All, Training };
+
+/// Frontend, lowering, autodiff of the default objective (All) or of the
+/// params' gradients alone (Training), the pipeline.
+std::unique_ptr<Planned> planned(const std::string &text, Backward backward, TimeParallelMode mode = TimeParallelMode::Auto,
+                                 std::vector<DimOverride> dims = {}) {
+  auto out = std::make_unique<Planned>();
+  out->fe = test::frontend(text, std::move(dims));
+  REQUIRE(out->fe->ok());
+  auto graph = lowerToGraph(out->fe->sema.entities.front(), *out->fe->diags);
+  REQUIRE(graph);
+  Objective objective = defaultObjective(*graph);
+  objective.inputGrads = objective.stateGrads = backward != Backward::Training;
+  if (backward != Backward::None) REQUIRE(differentiate(*graph, objective, *out->fe->diags));
+  out->c.graph = std::move(*graph);
+  out->c.timeParallel.mode = mode;
+  REQUIRE(runPipeline(out->c, *out->fe->diags));
+  REQUIRE(out->c.memory.planned);
+  return out;
+}
+
+const std::string kRing = "dim H = 8\n"
+                          "cell Ring(x: [H]) -> h {\n"
+                          "  param U: [H, H]\n"
+                          "  a = tanh(U @ h[t-1] + x)\n"
+                          "  h = a + a[t-2]\n"
+                          "}\n";
+
+const std::string kMinGru = "dim I = 4\ndim H = 8\n"
+                            "cell MinGRU(x: [I]) -> h {\n"
+                            "  param W: [2*H, I]\n"
+                            "  param b: [2*H]\n"
+                            "  zx, hc = split(W @ x + b, 2)\n"
+                            "  z = sigmoid(zx)\n"
+                            "  h = (1 - z) * h[t-1] + z * hc\n"
+                            "}\n";
+
+const std::string kIndRnn = "dim I = 4\ndim H = 8\n"
+                            "cell IndRNN(x: [I]) -> h {\n"
+                            "  param W: [H, I]\n"
+                            "  param u, b: [H]\n"
+                            "  h = relu(W @ x + u * h[t-1] + b)\n"
+                            "}\n";
+
+/// The scratch of the one loop stage that has some (null: none).
+const ScanScratch *scanOf(const MemoryPlan &m) {
+  for (const ScanScratch &s : m.scans)
+    if (s.aggregates >= 0) return &s;
+  return nullptr;
+}
+
+} // namespace
+
+TEST_CASE("plan-memory: the LSTM forward, by hand", "[passes][memory]") {
+  auto r = planned(test::kLstmSource, Backward::None); // I = 64, H = 128: the gates are 512 wide
+  // x (an input) and W_ih @ x (the hoisted GEMM, read by the loop) keep every
+  // step; W_hh @ h[t-1] and the gates' sum (read by the slices' sweeps, the
+  // slices being views) are written and read within one step of the loop;
+  // c and h are read at t-1 and are ports: T + 1 rows.
+  CHECK(r->m().buffers.size() == 6);
+  CHECK(r->of("x").input == 0);
+  CHECK(r->product("W_ih").rowsPerStep() == 1);
+  CHECK(r->product("W_hh").stepLocal);
+  CHECK(r->of("c").padBefore == 1);
+  CHECK(bufferRows(r->of("c")) == "T + 1");
+  CHECK(bufferRows(r->of("h")) == "T + 1");
+  CHECK(r->m().bytesPerStep == 4 * (64 + 512 + 128 + 128));
+  CHECK(r->m().fixedBytes == 4 * (512 + 512 + 128 + 128)); // two step-local buffers, c's and h's initial rows
+  CHECK(r->m().savedBytesPerStep == 0); // no backward pass compiled
+}
+
+TEST_CASE("plan-memory: the LSTM with backward keeps what BPTT reads", "[passes][memory]") {
+  auto r = planned(test::kLstmSource, Backward::All);
+  // BPTT reads sigmoid(f), sigmoid(i), tanh(g), sigmoid(o), tanh(c), c and h
+  // (not x, an input): 7 values of 128 floats per step.
+  int saved = 0;
+  for (const WorkspaceBuffer &b : r->m().buffers) {
+    if (!b.saved) continue;
+    ++saved;
+    CHECK(b.width == 128);
+    CHECK(b.rowsPerStep() == 1);
+  }
+  CHECK(saved == 7);
+  CHECK(r->m().savedBytesPerStep == 7 * 128 * 4);
+  CHECK(r->m().savedBytesPerStep == computeStats(r->c).savedBytesPerStep);
+  // The gates' gradients (backward's concat, read by the hoisted GEMMs after
+  // the loop) take the memory of the hoisted input GEMM's result, whose last
+  // reader is the forward loop.
+  int sharing = 0;
+  for (const WorkspaceBuffer &b : r->m().buffers) {
+    if (b.shares < 0) continue;
+    ++sharing;
+    CHECK(r->c.graph.node(b.node).op == Op::Concat);
+    CHECK(r->m().buffers[b.shares].name == r->product("W_ih").name);
+  }
+  CHECK(sharing == 1);
+  CHECK(r->m().bytesPerStep == r->m().unsharedBytesPerStep - 4 * 512);
+  // The initial states' gradients: one step before the first, all padding.
+  CHECK(r->m().initialStateGradients.size() == 2);
+  for (const auto &[state, b] : r->m().initialStateGradients) {
+    CHECK(r->m().buffers[b].fixed);
+    CHECK(r->m().buffers[b].fixedRows() == 1);
+  }
+  Stats s = computeStats(r->c);
+  CHECK(s.bufferBytesPerStep == r->m().bytesPerStep);
+  CHECK(s.bufferFixedBytes == r->m().fixedBytes);
+  CHECK(s.cudaBytesPerStep == 4); // the bias gradients' ones: one real per row
+}
+
+TEST_CASE("plan-memory: a value only its loop reads k steps back keeps a ring of k + 1 steps", "[passes][memory]") {
+  // Training's backward pass (the params' gradients alone): the backward
+  // loop reads W_hh^T @ delta one step later (t + 1) and nothing else does.
+  auto r = planned(test::kLstmSource, Backward::Training);
+  const WorkspaceBuffer *ring = nullptr;
+  for (const WorkspaceBuffer &b : r->m().buffers)
+    if (b.node != kNoNode && r->c.graph.node(b.node).op == Op::MatMulT) ring = &b;
+  REQUIRE(ring);
+  CHECK(ring->ring == 2);
+  CHECK(ring->fixedBytes() == 2 * 128 * 4);
+  CHECK(bufferSteps(*ring) == "ring of 2");
+  // With the initial states' gradients asked for, they read it again after the loop: every step.
+  auto all = planned(test::kLstmSource, Backward::All);
+  for (const WorkspaceBuffer &b : all->m().buffers)
+    if (b.node != kNoNode && all->c.graph.node(b.node).op == Op::MatMulT && b.width == 128)
+      CHECK(bufferRows(b) == "T + 1");
+  // A state is a port (its initial and final steps): a[t-2] gives it two steps of padding, all T kept.
+  auto state = planned(kRing, Backward::None);
+  CHECK(bufferRows(state->of("a")) == "T + 2");
+  CHECK(state->product("U").stepLocal);
+  CHECK(planned(kRing, Backward::All)->of("a").saved);
+}
+
+TEST_CASE("plan-memory: a loop run in parallel over time keeps every step and has its scratch", "[passes][memory]") {
+  // minGRU's loop is a scan: k = 1 state of n = 8 per element; per chunk its
+  // A and b (n·(k·k + k)) and its carry (n·k).
+  auto scan = planned(kMinGru, Backward::None);
+  const ScanScratch *s = scanOf(scan->m());
+  REQUIRE(s);
+  CHECK(s->states == 1);
+  CHECK(s->width == 8);
+  CHECK(s->coefficients < 0);
+  const WorkspaceBuffer &aggregates = scan->m().buffers[s->aggregates];
+  CHECK(aggregates.scratch);
+  CHECK(aggregates.width == 16);
+  CHECK(aggregates.fixedRows() == kScanChunks);
+  CHECK(scan->m().buffers[s->carries].width == 8);
+  // Off: no scratch.
+  CHECK_FALSE(scanOf(planned(kMinGru, Backward::None, TimeParallelMode::Off)->m()));
+  // A step of one element runs step by step (ScanIR takes no scalar loads of its own values).
+  CHECK_FALSE(scanOf(planned(kMinGru, Backward::None, TimeParallelMode::Auto, {{"H", 1}})->m()));
+  // IndRNN (relu) runs as Newton iterations: each step's coefficients too.
+  auto newton = planned(kIndRnn, Backward::None);
+  const ScanScratch *n = scanOf(newton->m());
+  REQUIRE(n);
+  REQUIRE(n->coefficients >= 0);
+  CHECK(newton->m().buffers[n->coefficients].rowsPerStep() == 1);
+  CHECK(newton->m().buffers[n->coefficients].width == 16);
+}
+
+TEST_CASE("plan-memory: the kernel IR allocates the plan, and workspaceBytes is the runtime's layout", "[passes][memory]") {
+  for (const std::string *text : {&test::kLstmSource, &kRing, &kMinGru, &kIndRnn}) {
+    auto r = planned(*text, Backward::All);
+    codegen::Program p;
+    std::string error;
+    REQUIRE(codegen::buildProgram(r->c, p, error));
+    REQUIRE(p.buffers.size() == r->m().buffers.size());
+    for (size_t b = 0; b < p.buffers.size(); ++b) {
+      CHECK(p.buffers[b].name == r->m().buffers[b].name);
+      CHECK(bufferRows(p.buffers[b]) == bufferRows(r->m().buffers[b]));
+      CHECK(p.buffers[b].shares == r->m().buffers[b].shares);
+    }
+    CHECK(p.onesWidth == r->m().onesWidth);
+    // What the generated layout() does (codegen/HostCode.cpp) with the runtime's Carver.
+    for (auto [T, B] : {std::pair<int64_t, int64_t>{1, 1}, {7, 3}, {100, 32}}) {
+      for (bool cuda : {false, true}) {
+        host::Carver carver(nullptr, T, B);
+        for (const codegen::Buffer &b : p.buffers)
+          if (b.shares < 0)
+            b.index ? (void)carver.take<int32_t>(b.rowsPerStep(), b.fixedRows(), b.width)
+                    : (void)carver.take<float>(b.rowsPerStep(), b.fixedRows(), b.width);
+        if (cuda && p.onesWidth) carver.take<float>(1, 0, p.onesWidth);
+        CHECK(workspaceBytes(r->m(), T, B, cuda) == carver.bytes());
+      }
+    }
+  }
+}
