@@ -3,6 +3,7 @@
 #include "codegen/CppPrinter.h"
 #include "codegen/CudaPrinter.h"
 #include "io/Array.h"
+#include "passes/PlanMemory.h"
 
 #include "rnnc/checkpoint.h"
 
@@ -164,7 +165,7 @@ static nlohmann::json manifestOf(const Program &p, const SourceManager &sm, cons
   json buffers = json::array();
   for (const Buffer &b : p.buffers) {
     json e = {{"name", b.name}, {"width", b.width}, {"pad_before", b.padBefore}, {"pad_after", b.padAfter},
-              {"steps", b.fixed ? "none" : b.stepLocal ? "one" : b.ring ? "ring of " + std::to_string(b.ring) : "T"}, {"dtype", b.index ? "int32" : "real"},
+              {"steps", bufferSteps(b)}, {"dtype", b.index ? "int32" : "real"},
               {"backward", b.backward}};
     if (b.shares >= 0) e["shares"] = p.buffers[b.shares].name;
     buffers.push_back(e);
