@@ -37,10 +37,7 @@ bool compileOptionsOf(const CommonOptions &c, CompileOptions &o) {
   o.entry = c.entry;
   o.color = colorDiagnostics();
   o.optimize = !c.o0;
-  o.timeParallel.mode = c.timeParallel == "off"      ? TimeParallelMode::Off
-                        : c.timeParallel == "scan"   ? TimeParallelMode::Scan
-                        : c.timeParallel == "newton" ? TimeParallelMode::Newton
-                                                     : TimeParallelMode::Auto;
+  o.timeParallel.mode = timeParallelMode(c.timeParallel);
   o.timeParallel.newtonIterations = c.newtonIterations;
   return true;
 }

@@ -9,6 +9,11 @@
 
 namespace rnnc {
 
+TimeParallelMode timeParallelMode(std::string_view name) {
+  return name == "off" ? TimeParallelMode::Off : name == "scan" ? TimeParallelMode::Scan
+         : name == "newton" ? TimeParallelMode::Newton : TimeParallelMode::Auto;
+}
+
 std::optional<CheckedProgram> checkProgram(const std::string &path, const CompileOptions &o, const std::string *text,
                                            bool pickEntity) {
   FrontendOptions fo;

@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace rnnc {
@@ -29,6 +30,9 @@ struct CompileOptions {
   TimeParallelOptions timeParallel;      // --time-parallel, --newton-iterations
   Gradients gradients = Gradients::None;
 };
+
+/// The mode `--time-parallel NAME` names (off, scan, newton; anything else: auto).
+TimeParallelMode timeParallelMode(std::string_view name);
 
 /// A file read and checked, and the cell or model chosen from it.
 struct CheckedProgram {

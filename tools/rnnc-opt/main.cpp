@@ -3,6 +3,7 @@
 // registry on it and prints what `rnnc show --after PASS` prints; like mlir-opt,
 // so that a lit test checks a pass on the smallest graph that shows it.
 // Exit 0 when clean, 1 for a user error, kExitInternal for a bug in rnnc.
+#include "driver/Compiler.h"
 #include "driver/Show.h"
 #include "ir/Printer.h"
 #include "ir/Reader.h"
@@ -149,10 +150,7 @@ int run(int argc, char **argv) {
   diags.setColor(::isatty(STDERR_FILENO) && !std::getenv("NO_COLOR"));
   Compilation c;
   c.optimize = !o.o0;
-  c.timeParallel.mode = o.timeParallel == "off"      ? TimeParallelMode::Off
-                        : o.timeParallel == "scan"   ? TimeParallelMode::Scan
-                        : o.timeParallel == "newton" ? TimeParallelMode::Newton
-                                                     : TimeParallelMode::Auto;
+  c.timeParallel.mode = timeParallelMode(o.timeParallel);
   c.timeParallel.newtonIterations = o.newtonIterations;
   bool ok = false;
   try {

@@ -119,29 +119,20 @@ inline GemmTiles gemm_tiles(int64_t M, int64_t N, int64_t K) {
 
 /// One tile: rows [r0, r0 + m) and columns [c0, c0 + n) of C, by one BLAS call on this thread.
 /// A single row (one sequence in a loop) is a matrix-vector product.
+template <class E>
 inline void gemm_tile(bool ta, bool tb, int64_t M, int64_t N, int64_t K, int64_t r0, int64_t m, int64_t c0, int64_t n,
-                      const float *A, const float *B, float *C, float beta) {
-  const float *a = ta ? A + r0 : A + r0 * K, *b = tb ? B + c0 * K : B + c0;
-  float *c = C + r0 * N + c0;
-  if (m == 1 && !ta) {
-    if (tb) cblas_sgemv(CblasRowMajor, CblasNoTrans, n, K, 1.0f, b, K, a, 1, beta, c, 1);
-    else cblas_sgemv(CblasRowMajor, CblasTrans, K, n, 1.0f, b, N, a, 1, beta, c, 1);
-    return;
-  }
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, K, 1.0f, a,
-              ta ? M : K, b, tb ? K : N, beta, c, N);
-}
-inline void gemm_tile(bool ta, bool tb, int64_t M, int64_t N, int64_t K, int64_t r0, int64_t m, int64_t c0, int64_t n,
-                      const double *A, const double *B, double *C, double beta) {
-  const double *a = ta ? A + r0 : A + r0 * K, *b = tb ? B + c0 * K : B + c0;
-  double *c = C + r0 * N + c0;
-  if (m == 1 && !ta) {
-    if (tb) cblas_dgemv(CblasRowMajor, CblasNoTrans, n, K, 1.0, b, K, a, 1, beta, c, 1);
-    else cblas_dgemv(CblasRowMajor, CblasTrans, K, n, 1.0, b, N, a, 1, beta, c, 1);
-    return;
-  }
-  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, K, 1.0, a,
-              ta ? M : K, b, tb ? K : N, beta, c, N);
+                      const E *A, const E *B, E *C, E beta) {
+  constexpr bool f32 = sizeof(E) == sizeof(float);
+  const E *a = ta ? A + r0 : A + r0 * K, *b = tb ? B + c0 * K : B + c0;
+  E *c = C + r0 * N + c0;
+  const auto gemv = [&](CBLAS_TRANSPOSE t, int64_t rows, int64_t cols, int64_t ld) {
+    if constexpr (f32) cblas_sgemv(CblasRowMajor, t, rows, cols, 1.0f, b, ld, a, 1, beta, c, 1);
+    else cblas_dgemv(CblasRowMajor, t, rows, cols, 1.0, b, ld, a, 1, beta, c, 1);
+  };
+  if (m == 1 && !ta) return tb ? gemv(CblasNoTrans, n, K, K) : gemv(CblasTrans, K, n, N);
+  const CBLAS_TRANSPOSE opA = ta ? CblasTrans : CblasNoTrans, opB = tb ? CblasTrans : CblasNoTrans;
+  if constexpr (f32) cblas_sgemm(CblasRowMajor, opA, opB, m, n, K, 1.0f, a, ta ? M : K, b, tb ? K : N, beta, c, N);
+  else cblas_dgemm(CblasRowMajor, opA, opB, m, n, K, 1.0, a, ta ? M : K, b, tb ? K : N, beta, c, N);
 }
 
 /// y[N] = a · B + beta · y for one row a[K] and B stored [K][N]. Cut by columns, each tile would
