@@ -41,6 +41,7 @@ std::string unsupported(const Graph &g, const RecurrentLoop &loop, const TimeCla
       if (e.delay != 0 && time.loopOf[e.src] == index && std::abs(e.delay) != 1)
         return fmt::format("it reads its state {} steps back (scans read one)", std::abs(e.delay));
   }
+  if (width <= 1) return "its values are one number per sequence (scans run over the elements of a vector)";
   if (r.states.size() > kMaxScanStates)
     return fmt::format("{} states couple per element (scans take {} at most)", r.states.size(), kMaxScanStates);
   return "";

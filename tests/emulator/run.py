@@ -23,6 +23,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -46,7 +47,7 @@ SCAN_RUNS = [
     ("mingru", SCAN, 300, 3, SMALL, None),
     ("mingru", SCAN, 1, 3, SMALL, None),
     ("mingru", SCAN, 77, 2, ["-D", "I=3", "-D", "H=12"], None),  # 12: half of the second group idle
-    ("mingru", SCAN, 300, 1, ["-D", "I=2", "-D", "H=1"], None),  # one element: 256 time-lanes a block
+    ("mingru", SCAN, 300, 1, ["-D", "I=2", "-D", "H=1"], None),  # one element: the loop steps (no scan)
     ("mingru", SCAN + ["--cuda-graphs"], 300, 3, SMALL, None),
     ("minlstm", SCAN, 300, 3, SMALL, None),
     ("qrnn", SCAN, 300, 2, SMALL, None),
@@ -67,6 +68,7 @@ SCAN_RUNS = [
 def check(rnnc, compare, sample, flags, work, steps=T, batch=B, dims=None, cpu_flags=None, expect=None):
     name = os.path.basename(sample)[:-4]
     label = " ".join([name] + flags + ([f"T={steps}", f"B={batch}"] if (steps, batch) != (T, B) else []))
+    start = time.monotonic()
     out = os.path.join(work, label.replace(" ", "_").replace("-", "").replace("=", ""))
     dims = DIMS.get(name, []) if dims is None else dims
     if cpu_flags is None:
@@ -89,7 +91,7 @@ def check(rnnc, compare, sample, flags, work, steps=T, batch=B, dims=None, cpu_f
         if not said or not all(line.endswith(expect) or expect in line for line in said):
             raise RuntimeError("{}: RNNC_SCAN_REPORT should say {!r} for every Newton loop; it said:\n{}".format(
                 label, expect, "\n".join(said) or "nothing"))
-    return label, r.stdout
+    return label, time.monotonic() - start
 
 
 def main():
@@ -122,8 +124,8 @@ def main():
             s, f, kw = futures[fut]
             label = " ".join([os.path.basename(s)[:-4]] + f + ([f"T={kw['steps']}", f"B={kw['batch']}"] if kw else []))
             try:
-                _, report = fut.result()
-                print("PASS {}".format(label))
+                _, seconds = fut.result()
+                print("PASS {} ({:.1f} s)".format(label, seconds), flush=True)
             except Exception as e:  # noqa: BLE001 - every failure is reported
                 failed += 1
                 print("FAIL {}\n{}".format(label, e))
