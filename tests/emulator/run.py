@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The CUDA target checked on a machine with no GPU: every sample's .cu
-bundle is compiled as C++ against the CUDA emulator (include/: host threads
+bundle is compiled as C++ against the CUDA emulator (include/: fibers
 for a block's threads, a barrier for __syncthreads, a reference cuBLAS) and
 run beside its CPU bundle on the same random data (compare.cpp); outputs,
 final states, the loss and every gradient must agree to 1e-9 in double.

@@ -1,20 +1,19 @@
 // A CUDA emulator for testing generated code on a machine with no GPU: a .cu
 // bundle compiles as C++ against these headers (cuda_runtime.h, cublas_v2.h)
-// with -DRNNC_CUDA_EMULATOR. Each block of a launch runs its threads as host
-// threads with a real barrier for __syncthreads() and a real exchange for
+// with -DRNNC_CUDA_EMULATOR. Each block of a launch runs its threads as
+// fibers with a real barrier for __syncthreads() and a real exchange for
 // warp shuffles, blocks one after another; cuBLAS is a plain reference in
 // double. Streams run in issue order; a stream being captured records its
 // work and a graph launch replays it. Memory is host memory.
 #pragma once
 
 #include <cmath>
-#include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
-#include <mutex>
-#include <thread>
+#include <sys/mman.h>
+#include <ucontext.h>
 #include <vector>
 
 struct dim3 {
@@ -27,25 +26,94 @@ struct uint3 {
 
 namespace rnnc_emulator {
 
-/// A barrier for the threads of one block (C++17 has none).
+inline uint3 tIdx, bIdx; // threadIdx is the running fiber's
+inline dim3 bDim, gDim;
+
+/// The threads of one block as fibers on the calling thread (ucontext): a
+/// thread runs until it waits at a barrier, then the next one runs. One host
+/// thread per block thread would spend the run switching between 1024 of
+/// them on a 2-core machine; fibers switch without the kernel. Blocks are
+/// independent, so nothing is lost: within a block only __syncthreads and
+/// the warp exchanges order the threads, and both are barriers here.
+class Fibers {
+public:
+  ~Fibers() {
+    for (Fiber &f : fibers_) munmap(f.stack, kStack);
+  }
+  /// Runs body(t) for t < n, each on its own stack, switching in ascending
+  /// order of t, or descending with `reversed`; returns when all are done.
+  void run(unsigned n, bool reversed, const std::function<void(unsigned)> &body) {
+    while (fibers_.size() < n) {
+      void *stack = mmap(nullptr, kStack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      if (stack == MAP_FAILED) std::abort();
+      fibers_.push_back(Fiber{{}, stack, true});
+    }
+    body_ = &body;
+    for (unsigned t = 0; t < n; ++t) {
+      Fiber &f = fibers_[t];
+      getcontext(&f.context);
+      f.context.uc_stack.ss_sp = f.stack;
+      f.context.uc_stack.ss_size = kStack;
+      f.context.uc_link = &scheduler_;
+      makecontext(&f.context, reinterpret_cast<void (*)()>(&Fibers::start), 1, t);
+      f.done = false;
+    }
+    for (unsigned left = n; left > 0;)
+      for (unsigned i = 0; i < n; ++i) {
+        unsigned t = reversed ? n - 1 - i : i;
+        if (fibers_[t].done) continue;
+        current_ = t;
+        tIdx = uint3{t, 0, 0};
+        swapcontext(&scheduler_, &fibers_[t].context);
+        if (fibers_[t].done) --left;
+      }
+  }
+  /// Lets the other threads of the block run; returns when this one is next.
+  void yield() { swapcontext(&fibers_[current_].context, &scheduler_); }
+  /// Which thread of the block is running.
+  unsigned current() const { return current_; }
+
+private:
+  static constexpr size_t kStack = size_t(1) << 20; // reserved, touched as used
+  struct Fiber {
+    ucontext_t context;
+    void *stack;
+    bool done;
+  };
+  static void start(unsigned t);
+  std::vector<Fiber> fibers_;
+  ucontext_t scheduler_;
+  const std::function<void(unsigned)> *body_ = nullptr;
+  unsigned current_ = 0;
+};
+
+inline Fibers &fibers() {
+  static Fibers f;
+  return f;
+}
+
+inline void Fibers::start(unsigned t) {
+  Fibers &self = fibers();
+  (*self.body_)(t);
+  self.fibers_[t].done = true; // uc_link returns to the scheduler
+}
+
+/// A barrier for the threads of one block: each waits, letting the others
+/// run, until the last one arrives.
 class Barrier {
 public:
   explicit Barrier(unsigned n) : n_(n) {}
   void wait() {
-    std::unique_lock<std::mutex> lock(m_);
     unsigned gen = gen_;
     if (++arrived_ == n_) {
       arrived_ = 0;
       ++gen_;
-      cv_.notify_all();
       return;
     }
-    cv_.wait(lock, [&] { return gen != gen_; });
+    while (gen == gen_) fibers().yield();
   }
 
 private:
-  std::mutex m_;
-  std::condition_variable cv_;
   unsigned n_, arrived_ = 0, gen_ = 0;
 };
 
@@ -54,10 +122,7 @@ struct Block {
   std::vector<double> lanes; // what each thread offers a shuffle
   explicit Block(unsigned n) : barrier(n), lanes(n) {}
 };
-
-inline thread_local uint3 tIdx, bIdx;
-inline thread_local dim3 bDim, gDim;
-inline thread_local Block *block = nullptr;
+inline Block *block = nullptr;
 
 /// Work recorded while a stream is captured, replayed by a graph launch.
 struct Graph {
@@ -73,76 +138,17 @@ inline void issue(std::function<void()> f) {
   else f();
 }
 
-/// Host threads that stand for the threads of a block, kept between
-/// launches: starting a thousand threads per block would cost more than the
-/// kernels.
-class Pool {
-public:
-  ~Pool() {
-    {
-      std::lock_guard<std::mutex> lock(m_);
-      stop_ = true;
-      ++job_;
-    }
-    start_.notify_all();
-    for (std::thread &t : threads_) t.join();
-  }
-  /// Runs body(t) for t < n on n threads at once; returns when all are done.
-  void run(unsigned n, const std::function<void(unsigned)> &body) {
-    std::unique_lock<std::mutex> lock(m_);
-    while (threads_.size() < n) {
-      unsigned id = static_cast<unsigned>(threads_.size());
-      threads_.emplace_back([this, id] { work(id); });
-    }
-    body_ = &body;
-    count_ = n;
-    running_ = n;
-    ++job_;
-    start_.notify_all();
-    done_.wait(lock, [&] { return running_ == 0; });
-  }
-
-private:
-  void work(unsigned id) {
-    unsigned seen = 0;
-    for (;;) {
-      std::unique_lock<std::mutex> lock(m_);
-      start_.wait(lock, [&] { return job_ != seen; });
-      seen = job_;
-      if (stop_) return;
-      if (id >= count_) continue;
-      const std::function<void(unsigned)> *body = body_;
-      lock.unlock();
-      (*body)(id);
-      lock.lock();
-      if (--running_ == 0) done_.notify_one();
-    }
-  }
-  std::mutex m_;
-  std::condition_variable start_, done_;
-  std::vector<std::thread> threads_;
-  const std::function<void(unsigned)> *body_ = nullptr;
-  unsigned count_ = 0, running_ = 0, job_ = 0;
-  bool stop_ = false;
-};
-
-inline Pool &pool() {
-  static Pool p;
-  return p;
-}
-
 template <class... Args>
 inline void run(void (*fn)(Args...), unsigned grid, unsigned threads, Args... args) {
   for (unsigned b = 0; b < grid; ++b) {
     Block shared(threads);
-    pool().run(threads, [&](unsigned t) {
-      tIdx = uint3{t, 0, 0};
-      bIdx = uint3{b, 0, 0};
-      bDim = dim3(threads);
-      gDim = dim3(grid);
-      block = &shared;
-      fn(args...);
-    });
+    bIdx = uint3{b, 0, 0};
+    bDim = dim3(threads);
+    gDim = dim3(grid);
+    block = &shared;
+    // Odd blocks run their threads last to first: a missing barrier shows
+    // whichever way the threads' data flows.
+    fibers().run(threads, b % 2 == 1, [&](unsigned) { fn(args...); });
   }
 }
 
