@@ -40,9 +40,9 @@ public:
     checkStackedProducts();
     addPorts();
     if (failed()) return std::nullopt;
-    verify();
-    if (failed()) return std::nullopt;
     addLocations();
+    if (failed()) return std::nullopt;
+    verify();
     if (failed()) return std::nullopt;
     return std::move(g_);
   }

@@ -18,6 +18,8 @@ GraphProblem findGraphProblem(const Graph &g) {
   for (NodeId id = 0; id < g.nodes.size(); ++id) {
     const Node &n = g.node(id);
     if (n.dead) continue;
+    // Passes point diagnostics and rewritten nodes at a node's first location.
+    if (n.locs.empty()) return {fmt::format("%{} ({}) has no source location", id, opMnemonic(n.op)), id};
     std::string why = checkNode(g, n);
     if (!why.empty()) return {fmt::format("%{} ({}): {}", id, opMnemonic(n.op), why), id};
     // Forward values never depend on backward ones: a rewrite of a backward
