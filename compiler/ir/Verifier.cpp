@@ -5,6 +5,7 @@
 #include "support/Crash.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <set>
 
 namespace rnnc {
@@ -21,6 +22,12 @@ GraphProblem findGraphProblem(const Graph &g) {
     // Passes point diagnostics and rewritten nodes at a node's first location.
     if (n.locs.empty()) return {fmt::format("%{} ({}) has no source location", id, opMnemonic(n.op)), id};
     std::string why = checkNode(g, n);
+    // A product of several params reads the one block stack-gemms laid out.
+    if (why.empty() && opKind(n.op) == OpKind::Gemm && n.params.size() > 1) {
+      const GraphParam *first = g.param(n.params[0]);
+      if (!first || first->stackedWith != n.params)
+        why = fmt::format("its params {} are not one stacked block", fmt::join(n.params, ", "));
+    }
     if (!why.empty()) return {fmt::format("%{} ({}): {}", id, opMnemonic(n.op), why), id};
     // Forward values never depend on backward ones: a rewrite of a backward
     // node keeps its flag, or the forward pass would compute part of BPTT.
