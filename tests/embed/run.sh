@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # rnnc as a user gets it: installed, then found by CMake (docs/install.md).
 #  1. `cmake --install BUILD` into a fresh prefix, then the prefix moved
-#     elsewhere: rnnc must find its headers there (--print-cflags).
+#     elsewhere: rnnc must find its headers there (--print-cflags); rnnc-opt
+#     is installed, and rnnc-inspect (when built) reads a bundle with them.
 #  2. samples/embed, copied out of the repository (with ../lstm.rnn, which it
 #     imports), configured with only -DCMAKE_PREFIX_PATH=<prefix>, built and
 #     run: the program exits 1 unless its training loss falls.
@@ -40,6 +41,13 @@ cflags=$("$prefix/bin/rnnc" --print-cflags)
 for f in include/rnnc/model.h include/rnnc/session.h lib/cmake/rnnc/rnncConfig.cmake lib/cmake/rnnc/rnncConfigVersion.cmake; do
   [ -f "$prefix/$f" ] || fail "the install has no $f"
 done
+[ -x "$prefix/bin/rnnc-opt" ] || fail "the install has no bin/rnnc-opt"
+if [ -x "$build/rnnc-inspect" ]; then
+  # Built with Clang: installed too, reading the prefix's runtime headers.
+  [ -x "$prefix/bin/rnnc-inspect" ] || fail "the install has no bin/rnnc-inspect"
+  logged inspect-compile "$prefix/bin/rnnc" compile "$samples/lstm.rnn" --target cuda -o "$work/lstm-cuda"
+  logged inspect "$prefix/bin/rnnc-inspect" "$work/lstm-cuda"
+fi
 
 echo "== samples/embed against the prefix"
 mkdir -p "$work/src/samples"

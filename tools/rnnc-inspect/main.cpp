@@ -55,13 +55,25 @@ std::string bundleSource(const fs::path &dir, std::string &error) {
   return "";
 }
 
+/// The runtime headers beside an installed rnnc-inspect (<its directory>/../include,
+/// as rnnc finds them), else the source tree it was built from.
+std::string defaultRuntimeInclude() {
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    fs::path installed = (exe.parent_path() / ".." / "include").lexically_normal();
+    if (fs::is_regular_file(installed / "rnnc" / "cuda.h", ec)) return installed.string();
+  }
+  return RNNC_INSPECT_RUNTIME_INCLUDE;
+}
+
 int run(int argc, char **argv) {
   CLI::App app{"rnnc-inspect: the kernels, launches and library calls of a bundle rnnc emitted, read back by clang; "
                "exit 1 when the emitted code has a problem (docs/inspect.md)"};
   std::string input;
   bool json = false, text = false;
   Options options;
-  options.runtimeInclude = RNNC_INSPECT_RUNTIME_INCLUDE;
+  options.runtimeInclude = defaultRuntimeInclude();
   app.add_option("DIR_OR_FILE", input, "a bundle directory (rnnc compile -o DIR), or its .cu or .cpp")->required();
   app.add_flag("--json", json, "print JSON");
   app.add_flag("--text", text, "print text (the default)")->excludes(app.get_option("--json"));
