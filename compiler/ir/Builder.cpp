@@ -14,7 +14,10 @@ int64_t resultWidth(const Graph &g, Op op, const std::vector<Edge> &inputs) {
     for (const Edge &e : inputs) w = std::max(w, g.node(e.src).width);
     return w;
   }
-  default: break;
+  case OpKind::Leaf:
+  case OpKind::Gemm:
+  case OpKind::Layout:
+  case OpKind::Accumulate: break;
   }
   if (op == Op::Concat) {
     int64_t w = 0;
