@@ -131,36 +131,18 @@ RNNC_KERNEL __launch_bounds__(256) void grad_embed(const real *__restrict__ d, c
 
 } // namespace
 
-/// Whether a map op reads at offsets computed per element, or from an index:
-/// its elements cannot be loaded four at a time.
+/// Whether a map op reads at offsets computed per element, or from an index
+/// (slice, pad, concat, embed, broadcast): its elements cannot be loaded four at a time.
 static bool readsAtComputedOffsets(Op op) {
-  switch (op) {
-  case Op::Slice:
-  case Op::Pad:
-  case Op::Concat:
-  case Op::Embed:
-  case Op::Broadcast: return true;
-#include "ir/TableOpCases.def"
-  case Op::Input:
-  case Op::Param:
-  case Op::Const:
-  case Op::Add:
-  case Op::Sub:
-  case Op::Mul:
-  case Op::Div:
-  case Op::Neg:
-  case Op::Sum:
-  case Op::Mean:
-  case Op::CrossEntropy:
-  case Op::Mse:
-  case Op::MatMul:
-  case Op::SoftmaxMinusOneHot:
-  case Op::MatMulT:
-  case Op::GradMatrix:
-  case Op::GradVector:
-  case Op::GradEmbed: return false;
+  switch (opKind(op)) {
+  case OpKind::Layout: return true;
+  case OpKind::Leaf:
+  case OpKind::Pointwise:
+  case OpKind::Reduce:
+  case OpKind::Gemm:
+  case OpKind::Accumulate: return false;
   }
-  return false;
+  return true;
 }
 
 bool CudaPrinter::isFlat(const KernelIR &k) { return k.sweeps.size() == 1 && k.sweeps[0].kind == Sweep::Kind::Map; }

@@ -49,7 +49,7 @@ std::string tangentExpr(Op op, const std::vector<std::string> &x, const std::vec
     if (dx[0].empty()) return fmt::format("-({}) / {}", times(dx[1], y), x[1]);
     return fmt::format("({} - {}) / {}", dx[0], times(dx[1], y), x[1]);
 #include "ir/TableOpCases.def"
-    return pointwiseRule(op)->tangent(TangentContext{x, dx, y});
+    return pointwiseRule(op)->tangent(TangentContext{x, dx, y, math});
   case Op::Input:
   case Op::Param:
   case Op::Const:
@@ -69,7 +69,6 @@ std::string tangentExpr(Op op, const std::vector<std::string> &x, const std::vec
   case Op::GradVector:
   case Op::GradEmbed: break; // not a scalar op of a scan's step
   }
-  (void)math;
   RNNC_UNREACHABLE(std::string("no tangent for ") + opMnemonic(op));
 }
 

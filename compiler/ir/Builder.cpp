@@ -1,5 +1,6 @@
 #include "ir/Builder.h"
 
+#include "ir/Pointwise.h"
 #include "support/Crash.h"
 
 #include <fmt/format.h>
@@ -50,7 +51,8 @@ std::string checkNode(const Graph &g, const Node &n) {
     return "";
   case OpKind::Pointwise: {
     bool nary = n.op == Op::Add || n.op == Op::Mul;
-    bool binary = n.op == Op::Sub || n.op == Op::Div || n.op == Op::Min || n.op == Op::Max || n.op == Op::Le;
+    const PointwiseRule *rule = pointwiseRule(n.op); // the table's functions: their arity
+    bool binary = rule ? rule->arity == 2 : n.op == Op::Sub || n.op == Op::Div;
     if (!(bad = arity(nary || binary ? 2 : 1, nary ? SIZE_MAX : binary ? 2 : 1)).empty()) return bad;
     for (size_t i = 0; i < n.inputs.size(); ++i) {
       if (in(i).isIndex) return "an index is used as a vector";

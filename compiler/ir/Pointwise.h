@@ -24,17 +24,18 @@ struct AdjointContext {
   NodeId oneMinus(Edge e) const { return make(Op::Add, {constant(1), make(Op::Neg, {e})}); }
 };
 
+/// The target's name of a math function ("tanh" -> "std::tanh", "math::tanh").
+using MathName = std::function<std::string(const char *)>;
+
 /// What a tangent rule prints with: the operands' texts, their tangents (""
-/// where zero, never all of them) and the value's name.
+/// where zero, never all of them), the value's name and the target's math.
 struct TangentContext {
   const std::vector<std::string> &x, &dx;
   const std::string &y;
+  const MathName &math;
   /// `(dx0 * factor)`, a `real(1)` tangent folded away.
   std::string unary(const std::string &factor) const;
 };
-
-/// The target's name of a math function ("tanh" -> "std::tanh", "math::tanh").
-using MathName = std::function<std::string(const char *)>;
 
 struct PointwiseRule {
   int arity;

@@ -5,7 +5,8 @@
 //    it, through a delay).
 // 3. For each such node n and each input edge (m, d): the contribution to m's
 //    adjoint, computed at n's step from n's adjoint and n's inputs (the local
-//    derivative), read by m's adjoint with delay -d. A scalar broadcast in the
+//    derivative: a pointwise function's is its row of ir/Pointwise.cpp), read
+//    by m's adjoint with delay -d. A scalar broadcast in the
 //    forward sum is summed back. Params read through a matrix product or an
 //    embedding get their gradient as an accumulation over all steps.
 // 4. Each adjoint sum gets its contributions; a vector param read as a value
