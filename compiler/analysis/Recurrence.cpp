@@ -57,7 +57,8 @@ struct Transfer {
   Mixing mixing;
 };
 
-/// Every op once (no default: a new op must decide here).
+/// Every op once (no default: a new Own op must decide here; the table's ops
+/// are nonlinear elementwise functions).
 Transfer transferOf(Op op) {
   switch (op) {
   case Op::Input:
