@@ -57,7 +57,8 @@ struct Transfer {
   Mixing mixing;
 };
 
-/// Every op once (no default: a new op must decide here).
+/// Every op once (no default: a new Own op must decide here; the table's ops
+/// are nonlinear elementwise functions).
 Transfer transferOf(Op op) {
   switch (op) {
   case Op::Input:
@@ -68,22 +69,8 @@ Transfer transferOf(Op op) {
   case Op::Neg: return {Combine::Linear, Mixing::Elementwise};
   case Op::Mul: return {Combine::Product, Mixing::Elementwise};
   case Op::Div: return {Combine::Quotient, Mixing::Elementwise};
-  case Op::Sigmoid:
-  case Op::Tanh:
-  case Op::Relu:
-  case Op::Exp:
-  case Op::Log:
-  case Op::Softplus:
-  case Op::Sqrt:
-  case Op::Abs:
-  case Op::HardSigmoid:
-  case Op::Silu:
-  case Op::Min:
-  case Op::Max:
-  case Op::Step:
-  case Op::Sign:
-  case Op::Le:
-  case Op::HardSigmoidGrad: return {Combine::Nonlinear, Mixing::Elementwise};
+#include "ir/TableOpCases.def"
+    return {Combine::Nonlinear, Mixing::Elementwise}; // the table's functions
   case Op::Sum:
   case Op::Mean: return {Combine::Linear, Mixing::AllToAll};
   case Op::CrossEntropy:

@@ -1,6 +1,7 @@
 #include "codegen/CPrinter.h"
 
 #include "codegen/Tangent.h"
+#include "ir/Pointwise.h"
 #include "support/Crash.h"
 
 #include <cmath>
@@ -103,22 +104,12 @@ std::string CPrinter::mapExpr(const Instr &in) const {
   case Op::Sub: return a(0) + " - " + a(1);
   case Op::Div: return a(0) + " / " + a(1);
   case Op::Neg: return "-" + a(0);
-  case Op::Sigmoid: return "sigmoid(" + a(0) + ")";
-  case Op::Tanh: return math("tanh") + "(" + a(0) + ")";
-  case Op::Relu: return math("max") + "(real(0), " + a(0) + ")";
-  case Op::Exp: return math("exp") + "(" + a(0) + ")";
-  case Op::Log: return math("log") + "(" + a(0) + ")";
-  case Op::Softplus: return "softplus(" + a(0) + ")";
-  case Op::Sqrt: return math("sqrt") + "(" + a(0) + ")";
-  case Op::Abs: return math("fabs") + "(" + a(0) + ")";
-  case Op::HardSigmoid: return "hard_sigmoid(" + a(0) + ")";
-  case Op::Silu: return "silu(" + a(0) + ")";
-  case Op::Min: return math("min") + "(" + a(0) + ", " + a(1) + ")";
-  case Op::Max: return math("max") + "(" + a(0) + ", " + a(1) + ")";
-  case Op::Step: return "step(" + a(0) + ")";
-  case Op::Sign: return "sign(" + a(0) + ")";
-  case Op::Le: return "(" + a(0) + " <= " + a(1) + " ? real(1) : real(0))";
-  case Op::HardSigmoidGrad: return "hard_sigmoid_grad(" + a(0) + ")";
+#include "ir/TableOpCases.def"
+  {
+    std::vector<std::string> args;
+    for (size_t k = 0; k < in.args.size(); ++k) args.push_back(a(k));
+    return pointwiseRule(in.op)->spell(args, [&](const char *name) { return math(name); });
+  }
   case Op::Slice: return operand(in.args[0], shifted(in.offset));
   case Op::Broadcast: return operand(in.args[0], "0");
   case Op::Pad:
@@ -136,7 +127,19 @@ std::string CPrinter::mapExpr(const Instr &in) const {
   }
   case Op::Embed:
     return fmt::format("P[{} + {} * {} + i]", in.paramOffset, operand(in.args[0], "0"), in.width);
-  default: break;
+  case Op::Input:
+  case Op::Param:
+  case Op::Const:
+  case Op::Sum:
+  case Op::Mean:
+  case Op::CrossEntropy:
+  case Op::Mse:
+  case Op::MatMul:
+  case Op::SoftmaxMinusOneHot:
+  case Op::MatMulT:
+  case Op::GradMatrix:
+  case Op::GradVector:
+  case Op::GradEmbed: break;
   }
   RNNC_UNREACHABLE(std::string("not a map op: ") + opMnemonic(in.op));
 }

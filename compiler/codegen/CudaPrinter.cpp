@@ -11,6 +11,7 @@
 
 #include "codegen/CudaScan.h"
 #include "codegen/HostCode.h"
+#include "codegen/ScalarText.h"
 #include "support/Crash.h"
 
 #include <algorithm>
@@ -22,7 +23,8 @@ namespace {
 
 constexpr int kFlatThreads = 256;
 
-const char *kPrelude = R"cuda(#if defined(__NVCC__) && !defined(__CUDACC_RTC__)
+// The prelude up to the scalar functions (rnnc/scalar.h, kScalarText).
+const char *kPreludeHead = R"cuda(#if defined(__NVCC__) && !defined(__CUDACC_RTC__)
 #pragma nv_diag_suppress 177 // the helpers below that this model does not use
 #endif
 #ifdef __CUDACC_RTC__
@@ -67,17 +69,14 @@ __device__ __forceinline__ float min(float a, float b) { return ::fminf(a, b); }
 __device__ __forceinline__ double min(double a, double b) { return ::fmin(a, b); }
 __device__ __forceinline__ float max(float a, float b) { return ::fmaxf(a, b); }
 __device__ __forceinline__ double max(double a, double b) { return ::fmax(a, b); }
+__device__ __forceinline__ float fast_exp(float x) { return ::expf(x); }
+__device__ __forceinline__ double fast_exp(double x) { return ::exp(x); }
 } // namespace math
 
-__device__ __forceinline__ real sigmoid(real x) { return real(1) / (real(1) + math::exp(-x)); }
-__device__ __forceinline__ real softplus(real x) { return x > real(20) ? x : math::log1p(math::exp(x)); }
-__device__ __forceinline__ real hard_sigmoid(real x) { return math::min(math::max(x / real(6) + real(0.5), real(0)), real(1)); }
-__device__ __forceinline__ real hard_sigmoid_grad(real x) { return x > real(-3) && x < real(3) ? real(1) / real(6) : real(0); }
-__device__ __forceinline__ real silu(real x) { return x * sigmoid(x); }
-__device__ __forceinline__ real step(real x) { return x > real(0) ? real(1) : real(0); }
-__device__ __forceinline__ real sign(real x) { return x > real(0) ? real(1) : x < real(0) ? real(-1) : real(0); }
+)cuda";
 
-// Four consecutive elements, loaded and stored as one (16 bytes for float).
+// The prelude after the scalar functions.
+const char *kPreludeTail = R"cuda(// Four consecutive elements, loaded and stored as one (16 bytes for float).
 struct alignas(4 * sizeof(real)) real4 {
   real v[4];
 };
@@ -132,6 +131,20 @@ RNNC_KERNEL __launch_bounds__(256) void grad_embed(const real *__restrict__ d, c
 
 } // namespace
 
+/// Whether a map op reads at offsets computed per element, or from an index
+/// (slice, pad, concat, embed, broadcast): its elements cannot be loaded four at a time.
+static bool readsAtComputedOffsets(Op op) {
+  switch (opKind(op)) {
+  case OpKind::Layout: return true;
+  case OpKind::Leaf:
+  case OpKind::Pointwise:
+  case OpKind::Reduce:
+  case OpKind::Gemm:
+  case OpKind::Accumulate: return false;
+  }
+  return true;
+}
+
 bool CudaPrinter::isFlat(const KernelIR &k) { return k.sweeps.size() == 1 && k.sweeps[0].kind == Sweep::Kind::Map; }
 
 int CudaPrinter::elementsPerThread(const KernelIR &k, const Program &p) {
@@ -143,10 +156,7 @@ int CudaPrinter::elementsPerThread(const KernelIR &k, const Program &p) {
   for (const auto &row : scalarRows)
     if (vectorRows.count(row)) return 1;
   for (const Instr &in : k.sweeps[0].body) {
-    switch (in.op) { // these read at offsets computed per element, or from an index
-    case Op::Slice: case Op::Pad: case Op::Concat: case Op::Embed: case Op::Broadcast: return 1;
-    default: break;
-    }
+    if (readsAtComputedOffsets(in.op)) return 1;
     if (in.store >= 0 && (p.buffers[in.store].width % 4 || p.buffers[in.store].index)) return 1;
     for (const Operand &o : in.args) {
       if (o.scalar || o.kind == Operand::Kind::Local || o.kind == Operand::Kind::Const || o.kind == Operand::Kind::LossSeed)
@@ -285,7 +295,8 @@ std::vector<std::string> cudaKernelNames(const Program &p) {
 }
 
 std::string printCudaKernels(const Program &p, const SourceManager &sm) {
-  std::string out = kPrelude;
+  std::string out = std::string(kPreludeHead) + "#define RNNC_SCALAR __device__ __forceinline__\n" + kScalarText +
+                    "#undef RNNC_SCALAR\n\n" + kPreludeTail;
   if (CudaScanPrinter::anyRunsInParallel(p)) out += CudaScanPrinter::devicePrelude();
   out += "\n" + workspaceStruct(p, "  real *ones; // [T][B][n] ones: what the bias gradients' column sums multiply\n") + "\n";
   CudaPrinter printer(p, sm);

@@ -197,7 +197,25 @@ bool ProgramBuilder::emitLibraryCall(KernelIR &k, NodeId id, std::string &error)
     k.cols = g_.node(n.inputs[0].src).width;
     break;
   case Op::GradEmbed: k.kind = KernelIR::Kind::GradEmbed; break;
-  default: RNNC_UNREACHABLE("not a library call");
+#include "ir/TableOpCases.def"
+  case Op::Input:
+  case Op::Param:
+  case Op::Const:
+  case Op::Add:
+  case Op::Sub:
+  case Op::Mul:
+  case Op::Div:
+  case Op::Neg:
+  case Op::Sum:
+  case Op::Mean:
+  case Op::CrossEntropy:
+  case Op::Mse:
+  case Op::Slice:
+  case Op::Concat:
+  case Op::Embed:
+  case Op::SoftmaxMinusOneHot:
+  case Op::Pad:
+  case Op::Broadcast: RNNC_UNREACHABLE("not a library call");
   }
   return true;
 }

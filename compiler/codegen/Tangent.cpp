@@ -1,5 +1,6 @@
 #include "codegen/Tangent.h"
 
+#include "ir/Pointwise.h"
 #include "support/Crash.h"
 
 #include <fmt/format.h>
@@ -21,7 +22,6 @@ std::string tangentExpr(Op op, const std::vector<std::string> &x, const std::vec
   bool any = false;
   for (const std::string &d : dx) any |= !d.empty();
   if (!any) return "";
-  auto unary = [&](const std::string &factor) { return "(" + times(dx[0], factor) + ")"; };
   switch (op) {
   case Op::Add: {
     std::string s;
@@ -48,29 +48,27 @@ std::string tangentExpr(Op op, const std::vector<std::string> &x, const std::vec
     if (dx[1].empty()) return fmt::format("{} / {}", dx[0], x[1]);
     if (dx[0].empty()) return fmt::format("-({}) / {}", times(dx[1], y), x[1]);
     return fmt::format("({} - {}) / {}", dx[0], times(dx[1], y), x[1]);
-  case Op::Sigmoid: return unary(fmt::format("{} * (real(1) - {})", y, y));
-  case Op::Tanh: return unary(fmt::format("(real(1) - {} * {})", y, y));
-  case Op::Relu: return unary(fmt::format("step({})", x[0]));
-  case Op::Exp: return unary(y);
-  case Op::Log: return fmt::format("{} / {}", dx[0], x[0]);
-  case Op::Softplus: return unary(fmt::format("sigmoid({})", x[0]));
-  case Op::Sqrt: return fmt::format("{} * real(0.5) / {}", dx[0], y);
-  case Op::Abs: return unary(fmt::format("sign({})", x[0]));
-  case Op::HardSigmoid: return unary(fmt::format("hard_sigmoid_grad({})", x[0]));
-  case Op::Silu:
-    return unary(fmt::format("(sigmoid({0}) * (real(1) + {0} * (real(1) - sigmoid({0}))))", x[0]));
-  case Op::Min: // the derivative follows the operand taken (the first on a tie), as in reverse mode
-  case Op::Max: {
-    std::string first = op == Op::Min ? fmt::format("{} <= {}", x[0], x[1]) : fmt::format("{} <= {}", x[1], x[0]);
-    return fmt::format("({} ? {} : {})", first, dx[0].empty() ? "real(0)" : dx[0], dx[1].empty() ? "real(0)" : dx[1]);
+#include "ir/TableOpCases.def"
+    return pointwiseRule(op)->tangent(TangentContext{x, dx, y, math});
+  case Op::Input:
+  case Op::Param:
+  case Op::Const:
+  case Op::Sum:
+  case Op::Mean:
+  case Op::CrossEntropy:
+  case Op::Mse:
+  case Op::MatMul:
+  case Op::Slice:
+  case Op::Concat:
+  case Op::Embed:
+  case Op::SoftmaxMinusOneHot:
+  case Op::Pad:
+  case Op::Broadcast:
+  case Op::MatMulT:
+  case Op::GradMatrix:
+  case Op::GradVector:
+  case Op::GradEmbed: break; // not a scalar op of a scan's step
   }
-  case Op::Step:
-  case Op::Sign:
-  case Op::Le:
-  case Op::HardSigmoidGrad: return ""; // piecewise constant
-  default: break;
-  }
-  (void)math;
   RNNC_UNREACHABLE(std::string("no tangent for ") + opMnemonic(op));
 }
 

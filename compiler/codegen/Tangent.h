@@ -2,7 +2,8 @@
 // scan's step needs for its Jacobian (the coefficients of an affine step,
 // Newton's linearization of a nonlinear one). The rules are those of reverse
 // mode (passes/Autodiff.cpp, localDerivatives) read the other way: there each
-// input gets d·∂y/∂x, here y gets Σ dx·∂y/∂x.
+// input gets d·∂y/∂x, here y gets Σ dx·∂y/∂x. The pointwise functions' rules
+// are their rows of ir/Pointwise.cpp; the algebra's are here.
 #pragma once
 
 #include "ir/Graph.h"

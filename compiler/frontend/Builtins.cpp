@@ -1,40 +1,54 @@
 #include "frontend/Builtins.h"
 
+#include "ir/Pointwise.h"
+
 namespace rnnc {
 
 namespace {
-const Builtin kBuiltins[] = {
-    {"sigmoid", BuiltinKind::Pointwise, 1, 1},
-    {"tanh", BuiltinKind::Pointwise, 1, 1},
-    {"relu", BuiltinKind::Pointwise, 1, 1},
-    {"exp", BuiltinKind::Pointwise, 1, 1},
-    {"log", BuiltinKind::Pointwise, 1, 1},
-    {"softplus", BuiltinKind::Pointwise, 1, 1},
-    {"sqrt", BuiltinKind::Pointwise, 1, 1},
-    {"abs", BuiltinKind::Pointwise, 1, 1},
-    {"hard_sigmoid", BuiltinKind::Pointwise, 1, 1},
-    {"silu", BuiltinKind::Pointwise, 1, 1},
-    {"min", BuiltinKind::PointwisePair, 2, 2},
-    {"max", BuiltinKind::PointwisePair, 2, 2},
-    {"split", BuiltinKind::Split, 2, 2},
-    {"concat", BuiltinKind::Concat, 1, 0},
-    {"sum", BuiltinKind::Reduce, 1, 1},
-    {"mean", BuiltinKind::Reduce, 1, 1},
-    {"embed", BuiltinKind::Embed, 2, 2},
-    {"cross_entropy", BuiltinKind::CrossEntropy, 2, 2},
-    {"mse", BuiltinKind::Mse, 2, 2},
-};
+
+/// Adds `op` if it is a function of the table (ir/Pointwise.cpp) that the
+/// language names.
+void addFunction(std::vector<Builtin> &all, Op op, const char *name) {
+  const PointwiseRule *rule = pointwiseRule(op);
+  if (!rule || !rule->builtin) return;
+  auto arity = static_cast<unsigned>(rule->arity);
+  all.push_back({name, arity == 1 ? BuiltinKind::Pointwise : BuiltinKind::PointwisePair, arity, arity, op});
+}
+
+std::vector<Builtin> makeBuiltins() {
+  std::vector<Builtin> all;
+  // The table's functions, in ir/Ops.def's order, named by their mnemonics.
+#define RNNC_OP(Name, mnemonic, Kind, Rule) addFunction(all, Op::Name, mnemonic);
+#include "ir/Ops.def"
+  const Builtin others[] = {
+      {"split", BuiltinKind::Split, 2, 2, Op::Slice},
+      {"concat", BuiltinKind::Concat, 1, 0, Op::Concat},
+      {"sum", BuiltinKind::Reduce, 1, 1, Op::Sum},
+      {"mean", BuiltinKind::Reduce, 1, 1, Op::Mean},
+      {"embed", BuiltinKind::Embed, 2, 2, Op::Embed},
+      {"cross_entropy", BuiltinKind::CrossEntropy, 2, 2, Op::CrossEntropy},
+      {"mse", BuiltinKind::Mse, 2, 2, Op::Mse},
+  };
+  all.insert(all.end(), std::begin(others), std::end(others));
+  return all;
+}
+
+const std::vector<Builtin> &builtins() {
+  static const std::vector<Builtin> all = makeBuiltins();
+  return all;
+}
+
 } // namespace
 
 const Builtin *findBuiltin(const std::string &name) {
-  for (const Builtin &b : kBuiltins)
+  for (const Builtin &b : builtins())
     if (name == b.name) return &b;
   return nullptr;
 }
 
 std::vector<std::string> builtinNames() {
   std::vector<std::string> names;
-  for (const Builtin &b : kBuiltins) names.push_back(b.name);
+  for (const Builtin &b : builtins()) names.push_back(b.name);
   return names;
 }
 

@@ -1,7 +1,10 @@
-// The builtin functions of the language, listed once: name, arity and what kind
-// of typing rule applies. Sema checks calls against this table; later the
-// lowering to the graph IR switches over the same kinds.
+// The builtin functions of the language, listed once: name, arity, what kind
+// of typing rule applies and the graph op a call lowers to. The pointwise
+// functions come from the op table (ir/Pointwise.cpp). Sema checks calls
+// against this list; later the lowering to the graph IR switches over the kinds.
 #pragma once
+
+#include "ir/Graph.h"
 
 #include <string>
 #include <vector>
@@ -23,6 +26,7 @@ struct Builtin {
   const char *name;
   BuiltinKind kind;
   unsigned minArgs, maxArgs; // maxArgs 0: no limit
+  Op op;                     // what a call lowers to (split: slices)
 };
 
 /// The builtin called `name`, or nullptr.

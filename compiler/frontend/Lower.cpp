@@ -26,19 +26,6 @@ namespace rnnc {
 
 namespace {
 
-Op pointwiseOp(const std::string &name) {
-  static const std::map<std::string, Op> ops = {
-      {"sigmoid", Op::Sigmoid}, {"tanh", Op::Tanh},       {"relu", Op::Relu},
-      {"exp", Op::Exp},         {"log", Op::Log},         {"softplus", Op::Softplus},
-      {"sqrt", Op::Sqrt},       {"abs", Op::Abs},         {"hard_sigmoid", Op::HardSigmoid},
-      {"silu", Op::Silu},       {"min", Op::Min},         {"max", Op::Max},
-      {"sum", Op::Sum},         {"mean", Op::Mean},       {"cross_entropy", Op::CrossEntropy},
-      {"mse", Op::Mse},         {"concat", Op::Concat}};
-  auto it = ops.find(name);
-  RNNC_ASSERT(it != ops.end(), "no graph op for builtin " + name);
-  return it->second;
-}
-
 class Lowering {
 public:
   Lowering(Graph &g, DiagnosticEngine &diags) : g_(g), b_(g), diags_(diags) {}
@@ -174,7 +161,7 @@ Edge Lowering::call(Scope &s, const CallExpr &c) {
   }
   std::vector<Edge> args;
   for (const auto &a : c.args) args.push_back(expr(s, *a));
-  return {b_.op(pointwiseOp(c.callee.name), std::move(args), c.range), 0};
+  return {b_.op(b->op, std::move(args), c.range), 0};
 }
 
 Edge Lowering::expr(Scope &s, const Expr &e) {

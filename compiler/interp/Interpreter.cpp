@@ -9,6 +9,7 @@
 
 #include "analysis/TimeClasses.h"
 #include "ir/Order.h"
+#include "ir/Pointwise.h"
 #include "support/Crash.h"
 
 #include <algorithm>
@@ -28,8 +29,6 @@ std::map<std::string, int64_t> stateDepths(const Graph &g) {
 }
 
 namespace {
-
-double sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
 
 /// Values held per step and sequence: an index is one integer, whatever its range.
 int64_t stored(const Node &n) { return n.isIndex ? 1 : n.width; }
@@ -112,26 +111,15 @@ void Interpreter::evalStep(NodeId id, int64_t t, int64_t b, double *out) const {
   case Op::Sub: each([&](int64_t i) { return x(0, i) - x(1, i); }); return;
   case Op::Div: each([&](int64_t i) { return x(0, i) / x(1, i); }); return;
   case Op::Neg: each([&](int64_t i) { return -x(0, i); }); return;
-  case Op::Sigmoid: each([&](int64_t i) { return sigmoid(x(0, i)); }); return;
-  case Op::Tanh: each([&](int64_t i) { return std::tanh(x(0, i)); }); return;
-  case Op::Relu: each([&](int64_t i) { return std::max(0.0, x(0, i)); }); return;
-  case Op::Exp: each([&](int64_t i) { return std::exp(x(0, i)); }); return;
-  case Op::Log: each([&](int64_t i) { return std::log(x(0, i)); }); return;
-  case Op::Softplus:
-    each([&](int64_t i) { double v = x(0, i); return v > 20 ? v : std::log1p(std::exp(v)); });
+#include "ir/TableOpCases.def"
+  {
+    const PointwiseRule &rule = *pointwiseRule(n.op);
+    each([&](int64_t i) {
+      const double args[2] = {x(0, i), rule.arity > 1 ? x(1, i) : 0.0};
+      return rule.value(args);
+    });
     return;
-  case Op::Sqrt: each([&](int64_t i) { return std::sqrt(x(0, i)); }); return;
-  case Op::Abs: each([&](int64_t i) { return std::fabs(x(0, i)); }); return;
-  case Op::HardSigmoid: each([&](int64_t i) { return std::clamp(x(0, i) / 6 + 0.5, 0.0, 1.0); }); return;
-  case Op::Silu: each([&](int64_t i) { double v = x(0, i); return v * sigmoid(v); }); return;
-  case Op::Min: each([&](int64_t i) { return std::min(x(0, i), x(1, i)); }); return;
-  case Op::Max: each([&](int64_t i) { return std::max(x(0, i), x(1, i)); }); return;
-  case Op::Step: each([&](int64_t i) { return x(0, i) > 0 ? 1.0 : 0.0; }); return;
-  case Op::Sign: each([&](int64_t i) { double v = x(0, i); return v > 0 ? 1.0 : v < 0 ? -1.0 : 0.0; }); return;
-  case Op::Le: each([&](int64_t i) { return x(0, i) <= x(1, i) ? 1.0 : 0.0; }); return;
-  case Op::HardSigmoidGrad:
-    each([&](int64_t i) { double v = x(0, i); return v > -3 && v < 3 ? 1.0 / 6 : 0.0; });
-    return;
+  }
   case Op::Sum:
   case Op::Mean: {
     double s = 0;

@@ -1,5 +1,6 @@
 #include "ir/Builder.h"
 
+#include "ir/Pointwise.h"
 #include "support/Crash.h"
 
 #include <fmt/format.h>
@@ -14,7 +15,10 @@ int64_t resultWidth(const Graph &g, Op op, const std::vector<Edge> &inputs) {
     for (const Edge &e : inputs) w = std::max(w, g.node(e.src).width);
     return w;
   }
-  default: break;
+  case OpKind::Leaf:
+  case OpKind::Gemm:
+  case OpKind::Layout:
+  case OpKind::Accumulate: break;
   }
   if (op == Op::Concat) {
     int64_t w = 0;
@@ -47,7 +51,8 @@ std::string checkNode(const Graph &g, const Node &n) {
     return "";
   case OpKind::Pointwise: {
     bool nary = n.op == Op::Add || n.op == Op::Mul;
-    bool binary = n.op == Op::Sub || n.op == Op::Div || n.op == Op::Min || n.op == Op::Max || n.op == Op::Le;
+    const PointwiseRule *rule = pointwiseRule(n.op); // the table's functions: their arity
+    bool binary = rule ? rule->arity == 2 : n.op == Op::Sub || n.op == Op::Div;
     if (!(bad = arity(nary || binary ? 2 : 1, nary ? SIZE_MAX : binary ? 2 : 1)).empty()) return bad;
     for (size_t i = 0; i < n.inputs.size(); ++i) {
       if (in(i).isIndex) return "an index is used as a vector";

@@ -4,7 +4,7 @@ namespace rnnc {
 
 const char *opMnemonic(Op op) {
   switch (op) {
-#define RNNC_OP(name, mnemonic, kind)                                                      \
+#define RNNC_OP(name, mnemonic, kind, rule)                                                      \
   case Op::name: return mnemonic;
 #include "ir/Ops.def"
   }
@@ -13,7 +13,7 @@ const char *opMnemonic(Op op) {
 
 OpKind opKind(Op op) {
   switch (op) {
-#define RNNC_OP(name, mnemonic, kind)                                                      \
+#define RNNC_OP(name, mnemonic, kind, rule)                                                      \
   case Op::name: return OpKind::kind;
 #include "ir/Ops.def"
   }

@@ -16,7 +16,7 @@
 namespace rnnc {
 
 enum class Op : uint8_t {
-#define RNNC_OP(name, mnemonic, kind) name,
+#define RNNC_OP(name, mnemonic, kind, rule) name,
 #include "ir/Ops.def"
 };
 

@@ -144,33 +144,18 @@ private:
     case Op::GradEmbed: lo = hi = 1; return "one param";
     case Op::MatMul: lo = 1, hi = SIZE_MAX; return "its params";
     case Op::Const: return "a number";
+#include "ir/TableOpCases.def"
     case Op::Add:
     case Op::Sub:
     case Op::Mul:
     case Op::Div:
     case Op::Neg:
-    case Op::Sigmoid:
-    case Op::Tanh:
-    case Op::Relu:
-    case Op::Exp:
-    case Op::Log:
-    case Op::Softplus:
-    case Op::Sqrt:
-    case Op::Abs:
-    case Op::HardSigmoid:
-    case Op::Silu:
-    case Op::Min:
-    case Op::Max:
     case Op::Sum:
     case Op::Mean:
     case Op::CrossEntropy:
     case Op::Mse:
     case Op::Slice:
     case Op::Concat:
-    case Op::Step:
-    case Op::Sign:
-    case Op::Le:
-    case Op::HardSigmoidGrad:
     case Op::SoftmaxMinusOneHot:
     case Op::Pad:
     case Op::Broadcast: return "no names";

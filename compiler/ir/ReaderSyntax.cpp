@@ -23,7 +23,7 @@ struct SyntaxError {
 };
 
 std::optional<Op> opFromMnemonic(std::string_view word) {
-#define RNNC_OP(name, mnemonic, kind)                                                                                  \
+#define RNNC_OP(name, mnemonic, kind, rule)                                                                                  \
   if (word == mnemonic) return Op::name;
 #include "ir/Ops.def"
   return std::nullopt;
@@ -31,7 +31,7 @@ std::optional<Op> opFromMnemonic(std::string_view word) {
 
 std::vector<std::string> allMnemonics() {
   return {
-#define RNNC_OP(name, mnemonic, kind) mnemonic,
+#define RNNC_OP(name, mnemonic, kind, rule) mnemonic,
 #include "ir/Ops.def"
   };
 }

@@ -5,7 +5,8 @@
 //    it, through a delay).
 // 3. For each such node n and each input edge (m, d): the contribution to m's
 //    adjoint, computed at n's step from n's adjoint and n's inputs (the local
-//    derivative), read by m's adjoint with delay -d. A scalar broadcast in the
+//    derivative: a pointwise function's is its row of ir/Pointwise.cpp), read
+//    by m's adjoint with delay -d. A scalar broadcast in the
 //    forward sum is summed back. Params read through a matrix product or an
 //    embedding get their gradient as an accumulation over all steps.
 // 4. Each adjoint sum gets its contributions; a vector param read as a value
@@ -13,6 +14,7 @@
 #include "passes/Autodiff.h"
 
 #include "ir/Builder.h"
+#include "ir/Pointwise.h"
 #include "ir/Verifier.h"
 #include "support/Crash.h"
 
@@ -93,26 +95,13 @@ void Differentiator::localDerivatives(NodeId n) {
     to(1, make(Op::Neg, {make(Op::Div, {make(Op::Mul, {d, y}), in[1]})}));
     break;
   case Op::Neg: to(0, make(Op::Neg, {d})); break;
-  case Op::Sigmoid: to(0, make(Op::Mul, {d, y, oneMinus(y)})); break;
-  case Op::Tanh: to(0, make(Op::Mul, {d, oneMinus(make(Op::Mul, {y, y}))})); break;
-  case Op::Relu: to(0, make(Op::Mul, {d, make(Op::Step, {in[0]})})); break;
-  case Op::Exp: to(0, make(Op::Mul, {d, y})); break;
-  case Op::Log: to(0, make(Op::Div, {d, in[0]})); break;
-  case Op::Softplus: to(0, make(Op::Mul, {d, make(Op::Sigmoid, {in[0]})})); break;
-  case Op::Sqrt: to(0, make(Op::Div, {make(Op::Mul, {d, constant(0.5)}), y})); break;
-  case Op::Abs: to(0, make(Op::Mul, {d, make(Op::Sign, {in[0]})})); break;
-  case Op::HardSigmoid: to(0, make(Op::Mul, {d, make(Op::HardSigmoidGrad, {in[0]})})); break;
-  case Op::Silu: {
-    NodeId s = make(Op::Sigmoid, {in[0]});
-    to(0, make(Op::Mul, {d, make(Op::Add, {s, make(Op::Mul, {in[0], s, oneMinus(s)})})}));
-    break;
-  }
-  case Op::Min:
-  case Op::Max: {
-    // The derivative goes to the operand that was taken (the first on a tie).
-    NodeId first = node.op == Op::Min ? make(Op::Le, {in[0], in[1]}) : make(Op::Le, {in[1], in[0]});
-    to(0, make(Op::Mul, {d, first}));
-    to(1, make(Op::Mul, {d, oneMinus(first)}));
+#include "ir/TableOpCases.def"
+  {
+    const PointwiseRule &rule = *pointwiseRule(node.op);
+    RNNC_ASSERT(rule.derivative, fmt::format("{} is only in backward graphs", opMnemonic(node.op)));
+    AdjointContext c{d, y, in, [&](Op op, std::vector<Edge> e) { return make(op, std::move(e)); },
+                     [&](double v) { return constant(v); }, to};
+    rule.derivative(c);
     break;
   }
   case Op::Sum:
@@ -164,8 +153,16 @@ void Differentiator::localDerivatives(NodeId n) {
     g_.grads.params.push_back({table.name, grad});
     break;
   }
-  default:
-    RNNC_UNREACHABLE(fmt::format("no derivative for {}", opMnemonic(node.op)));
+  case Op::Input: // leaves have no inputs: run() does not ask
+  case Op::Param:
+  case Op::Const: RNNC_UNREACHABLE("a leaf has no local derivatives");
+  case Op::SoftmaxMinusOneHot:
+  case Op::Pad:
+  case Op::Broadcast:
+  case Op::MatMulT:
+  case Op::GradMatrix:
+  case Op::GradVector:
+  case Op::GradEmbed: RNNC_UNREACHABLE(fmt::format("{} is only in backward graphs", opMnemonic(node.op)));
   }
 }
 

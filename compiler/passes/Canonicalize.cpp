@@ -13,6 +13,7 @@
 #include "passes/Canonicalize.h"
 
 #include "ir/Builder.h"
+#include "ir/Pointwise.h"
 #include "passes/GraphEdit.h"
 
 #include <algorithm>
@@ -49,27 +50,21 @@ bool readOutside(const Graph &g, NodeId id) {
   return false;
 }
 
+/// The value of `op` over constants; NAN where the op is not folded.
 double fold(Op op, const std::vector<double> &x) {
-  auto sig = [](double v) { return 1 / (1 + std::exp(-v)); };
   switch (op) {
   case Op::Add: { double s = 0; for (double v : x) s += v; return s; }
   case Op::Mul: { double p = 1; for (double v : x) p *= v; return p; }
   case Op::Div: return x[0] / x[1];
   case Op::Neg: return -x[0];
-  case Op::Sigmoid: return sig(x[0]);
-  case Op::Tanh: return std::tanh(x[0]);
-  case Op::Relu: return x[0] > 0 ? x[0] : 0;
-  case Op::Exp: return std::exp(x[0]);
-  case Op::Log: return std::log(x[0]);
-  case Op::Softplus: return std::log1p(std::exp(x[0]));
-  case Op::Sqrt: return std::sqrt(x[0]);
-  case Op::Abs: return std::fabs(x[0]);
-  case Op::HardSigmoid: return std::min(1.0, std::max(0.0, x[0] / 6 + 0.5)); // torch.nn.Hardsigmoid
-  case Op::Silu: return x[0] * sig(x[0]);
-  case Op::Min: return std::min(x[0], x[1]);
-  case Op::Max: return std::max(x[0], x[1]);
-  default: return NAN;
+#include "ir/TableOpCases.def"
+    return pointwiseRule(op)->value(x.data());
+  case Op::Input: case Op::Param: case Op::Const: case Op::Sub: // Sub is rewritten first
+  case Op::Sum: case Op::Mean: case Op::CrossEntropy: case Op::Mse: case Op::MatMul: case Op::Slice:
+  case Op::Concat: case Op::Embed: case Op::SoftmaxMinusOneHot: case Op::Pad: case Op::Broadcast:
+  case Op::MatMulT: case Op::GradMatrix: case Op::GradVector: case Op::GradEmbed: return NAN;
   }
+  return NAN;
 }
 
 bool rewriteSubAndNeg(Graph &g) {

@@ -1,6 +1,7 @@
 #include "passes/Stats.h"
 
 #include "analysis/Recurrence.h"
+#include "ir/Pointwise.h"
 #include "passes/PlanMemory.h"
 
 #include <algorithm>
@@ -13,13 +14,16 @@ int64_t nodeFlops(const Graph &g, NodeId id) {
   switch (opKind(n.op)) {
   case OpKind::Gemm: return 2 * n.width * g.node(n.inputs[0].src).width;
   case OpKind::Pointwise: {
+    if (const PointwiseRule *rule = pointwiseRule(n.op)) return rule->flops * n.width;
     int64_t ops = (n.op == Op::Add || n.op == Op::Mul) ? static_cast<int64_t>(n.inputs.size()) - 1 : 1;
     return ops * n.width;
   }
   case OpKind::Reduce: return g.node(n.inputs[0].src).width * (n.op == Op::CrossEntropy || n.op == Op::Mse ? 3 : 1);
   case OpKind::Accumulate: return 2 * n.width; // per step: one multiply-add per element
-  default: return 0;
+  case OpKind::Leaf:
+  case OpKind::Layout: return 0;
   }
+  return 0;
 }
 
 Stats computeStats(const Compilation &c) {

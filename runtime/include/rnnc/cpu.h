@@ -60,13 +60,18 @@ inline float fast_tanh(float x) {
 }
 inline double fast_tanh(double x) { return std::tanh(x); }
 
-template <class T> inline T sigmoid(T x) { return T(1) / (T(1) + fast_exp(-x)); }
-template <class T> inline T softplus(T x) { return x > T(20) ? x : std::log1p(std::exp(x)); }
-template <class T> inline T hard_sigmoid(T x) { return std::clamp(x / T(6) + T(0.5), T(0), T(1)); }
-template <class T> inline T hard_sigmoid_grad(T x) { return x > T(-3) && x < T(3) ? T(1) / T(6) : T(0); }
-template <class T> inline T silu(T x) { return x * sigmoid(x); }
-template <class T> inline T step(T x) { return x > T(0) ? T(1) : T(0); }
-template <class T> inline T sign(T x) { return x > T(0) ? T(1) : x < T(0) ? T(-1) : T(0); }
+/// The math rnnc/scalar.h's formulas call: sigmoid's exp is fast_exp.
+namespace math {
+using cpu::fast_exp;
+using std::exp;
+using std::log1p;
+using std::max;
+using std::min;
+} // namespace math
+
+#define RNNC_SCALAR inline
+#include "rnnc/scalar.h"
+#undef RNNC_SCALAR
 
 // GEMMs (docs/reliability.md, "Determinism"). A BLAS that spreads one product over its own
 // threads cuts it by the thread count, and which of its kernels (a vector block or an edge, a
