@@ -40,7 +40,7 @@ std::string modelIdentifier(const std::string &name) {
   return s;
 }
 
-std::string abiTable(const Program &p, bool cuda) {
+std::string abiTable(const Program &p, Target target) {
   std::string id = modelIdentifier(p.name);
   std::string out = "namespace {\n\n";
   if (p.params.empty()) out += "constexpr const rnnc_tensor *kParams = nullptr;\n";
@@ -53,7 +53,7 @@ std::string abiTable(const Program &p, bool cuda) {
          tensorTable("kSeeds", p.seeds) + tensorTable("kInputGrads", p.inputGrads);
   out += "\nint64_t workspace_bytes(int64_t T, int64_t B) {\n  Workspace ws;\n  return layout(T, B, nullptr, &ws);\n}\n\n";
   out += "const char *last_error() { return rnnc::host::last_error().c_str(); }\n\n";
-  if (!cuda) out += "int synchronize() { return 0; }\n\n";
+  if (target == Target::Cpu) out += "int synchronize() { return 0; }\n\n";
   out += "} // namespace\n\n";
   out += fmt::format("extern \"C\" const rnnc_model *rnnc_model_{}(void) {{\n", id);
   out += "  // The lines follow the groups of rnnc_model's fields.\n  // clang-format off\n";
@@ -64,7 +64,7 @@ std::string abiTable(const Program &p, bool cuda) {
                      p.hasLoss ? 1 : 0);
   out += fmt::format("      {}, kSeeds, {}, kInputGrads,\n", p.seeds.size(), p.inputGrads.size());
   out += "      workspace_bytes, forward, backward, read_output, read_final_state, read_loss, last_error,\n";
-  out += cuda ? "      RNNC_DEVICE_CUDA, synchronize, device_alloc, device_free, device_copy,\n  };\n"
+  out += target == Target::Cuda ? "      RNNC_DEVICE_CUDA, synchronize, device_alloc, device_free, device_copy,\n  };\n"
               : "      RNNC_DEVICE_CPU, synchronize, nullptr, nullptr, nullptr,\n  };\n";
   out += "  // clang-format on\n  return &model;\n}\n";
   return out;
@@ -99,13 +99,13 @@ static std::string headerText(const Program &p, const std::string &hash) {
   return out;
 }
 
-static nlohmann::json manifestOf(const Program &p, const SourceManager &sm, const std::string &target,
+static nlohmann::json manifestOf(const Program &p, const SourceManager &sm, Target target,
                                  const std::string &hash) {
   using nlohmann::json;
   json m;
   m["model"] = p.name;
   m["symbol"] = "rnnc_model_" + modelIdentifier(p.name);
-  m["target"] = target;
+  m["target"] = targetName(target);
   m["rnnc_version"] = RNNC_VERSION;
   m["source_hash"] = hash;
   m["dims"] = p.dims;
@@ -204,7 +204,7 @@ Bundle printBundle(const Program &p, const SourceManager &sm, Target target, con
   size_t at = b.source.find(kHashPlaceholder);
   if (at != std::string::npos) b.source.replace(at, std::string(kHashPlaceholder).size(), b.hash);
   b.header = headerText(p, b.hash);
-  b.manifest = manifestOf(p, sm, targetName(target), b.hash);
+  b.manifest = manifestOf(p, sm, target, b.hash);
   if (target == Target::Cuda) {
     CudaOptions plain;
     const CudaOptions &o = cuda ? *cuda : plain;

@@ -287,7 +287,7 @@ std::vector<std::string> cudaKernelNames(const Program &p) {
 std::string printCudaKernels(const Program &p, const SourceManager &sm) {
   std::string out = kPrelude;
   if (CudaScanPrinter::anyRunsInParallel(p)) out += CudaScanPrinter::devicePrelude();
-  out += "\n" + workspaceStruct(p, "  real *ones; // [T][B][n] ones: what the bias gradients' column sums multiply\n") + "\n";
+  out += "\n" + workspaceStruct(p, "real *ones; // [T][B][n] ones: what the bias gradients' column sums multiply") + "\n";
   CudaPrinter printer(p, sm);
   for (const KernelIR &k : p.kernels)
     if (k.kind == KernelIR::Kind::Fused) out += printer.kernel(k) + "\n";
