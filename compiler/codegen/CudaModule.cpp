@@ -168,21 +168,14 @@ void CudaHost::launcher(Writer &w, const KernelIR &k, int index) {
     return;
   }
   case KernelIR::Kind::Gemm:
-    w.line("// out[r] = W x[r], W = P[{}..] [{} x {}]", k.paramOffset, k.rows, k.cols).line("(void)G, (void)B, (void)s;");
-    w.line("RNNC_CUDA_CHECK(gemm(blas, false, true, r1 - r0, {}, {}, {}, P + {}, {}, real(0)));", k.rows, k.cols,
-           at(k.a, k.aDelay), k.paramOffset, at(k.out, 0));
-    break;
   case KernelIR::Kind::GemmT:
-    w.line("// out[r] = W^T d[r], W = P[{}..] [{} x {}]", k.paramOffset, k.rows, k.cols).line("(void)G, (void)B, (void)s;");
-    w.line("RNNC_CUDA_CHECK(gemm(blas, false, false, r1 - r0, {}, {}, {}, P + {}, {}, real(0)));", k.cols, k.rows,
-           at(k.a, k.aDelay), k.paramOffset, at(k.out, 0));
+  case KernelIR::Kind::GradMatrix: {
+    GemmCall gemm = gemmCall(p_, k);
+    w.line("{}", gemm.comment);
+    w.line("(void){}, (void)B, (void)s;", k.kind == KernelIR::Kind::GradMatrix ? "P" : "G");
+    w.line("RNNC_CUDA_CHECK(gemm(blas, {}));", gemm.args);
     break;
-  case KernelIR::Kind::GradMatrix:
-    w.line("// G[{}..] [{} x {}] += sum over rows of d[r] x[r]^T", k.paramOffset, k.rows, k.cols);
-    w.line("(void)P, (void)B, (void)s;");
-    w.line("RNNC_CUDA_CHECK(gemm(blas, true, false, {}, {}, r1 - r0, {}, {}, G + {}, real(1)));", k.rows, k.cols,
-           at(k.a, k.aDelay), at(k.b, k.bDelay), k.paramOffset);
-    break;
+  }
   case KernelIR::Kind::GradVector:
     w.line("(void)P, (void)B, (void)s;");
     if (k.rows == 1) {

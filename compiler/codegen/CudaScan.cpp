@@ -23,6 +23,9 @@
 // the host and a CUDA graph captures the whole stage.
 #include "codegen/CudaScan.h"
 
+#include "codegen/HostCode.h"
+#include "codegen/ScanIR.h"
+
 #include "support/Crash.h"
 
 #include <algorithm>
@@ -226,8 +229,7 @@ std::vector<std::string> CudaScanPrinter::kernelNames(const Program &p, int stag
                                                                      "residual", "serial"}
                                          : std::vector<const char *>{"chunks", "carries", "steps"};
   std::vector<std::string> names;
-  for (const char *pass : passes)
-    names.push_back(fmt::format("{}_{}_{}", s.scan.plan == LoopPlan::Newton ? "newton" : "scan", stage, pass));
+  for (const char *pass : passes) names.push_back(scanName(s, stage) + "_" + pass);
   return names;
 }
 
@@ -244,22 +246,14 @@ CudaScanPrinter::CudaScanPrinter(const Program &p, const SourceManager &sm, int 
 }
 
 
-std::string CudaScanPrinter::name(const char *pass) const {
-  return fmt::format("{}_{}_{}", newton() ? "newton" : "scan", stage_, pass);
-}
+std::string CudaScanPrinter::name(const char *pass) const { return scanName(s_, stage_) + "_" + pass; }
 
 /// The step at loop position `j`.
-std::string CudaScanPrinter::stepAt(const std::string &j) const {
-  bool simple = j.find(' ') == std::string::npos;
-  return s_.direction > 0 ? j : fmt::format(simple ? "T - 1 - {}" : "T - 1 - ({})", j);
-}
+std::string CudaScanPrinter::stepAt(const std::string &j) const { return codegen::stepAt(s_.direction, j); }
 
 /// The comment (title, equations) and signature of kernel `pass`.
 std::string CudaScanPrinter::header(const char *pass, const std::string &what, const std::string &params) {
-  KernelIR all; // the equations of the loop's kernels, in order
-  for (int k : s_.kernels)
-    for (const SourceRange &r : p_.kernels[static_cast<size_t>(k)].equations) all.equations.push_back(r);
-  std::string out = fmt::format("// {}: {}\n", name(pass), what) + equationsComment(all);
+  std::string out = fmt::format("// {}: {}\n", name(pass), what) + equationsComment(loopEquations(p_, s_));
   out += fmt::format("RNNC_KERNEL __launch_bounds__({}) void {}(const Workspace ws, {}) {{\n", kScanThreads, name(pass), params);
   return out;
 }
@@ -667,15 +661,16 @@ std::string CudaScanPrinter::launchers(const std::function<int(const std::string
       {"guess", {fmt::format("(T * B * {} + 255) / 256", n_), "a thread per element of every step"}},
       {"residual", {"1", "one block"}},
   };
-  std::string out;
+  Writer w;
   for (const std::string &k : kernelNames(p_, stage_)) {
     const auto &[grid, what] = blocks.at(k.substr(k.rfind('_') + 1));
-    out += fmt::format("/// {}: the kernel, {}.\n", k, what);
-    out += fmt::format("int launch_{}(const Workspace &ws, const real *P, int64_t T, int64_t B, int64_t chunks, cudaStream_t s) {{\n", k);
-    out += fmt::format("  return launch(kernel_[{}], \"{}\", scan_grid({}), {}, s, ws, P, T, B, chunks) ? 0 : 1;\n}}\n\n",
-                       kernelIndex(k), k, grid, kScanThreads);
+    w.line("/// {}: the kernel, {}.", k, what);
+    w.open("int launch_{}(const Workspace &ws, const real *P, int64_t T, int64_t B, int64_t chunks, cudaStream_t s) {{", k);
+    w.line("return launch(kernel_[{}], \"{}\", scan_grid({}), {}, s, ws, P, T, B, chunks) ? 0 : 1;", kernelIndex(k), k, grid,
+           kScanThreads);
+    w.close().blank();
   }
-  return out;
+  return w.take();
 }
 
 std::string CudaScanPrinter::stageFunction() const {
@@ -704,47 +699,46 @@ std::string CudaScanPrinter::stageFunction() const {
     words = 2 * tl + exact;
     launches = 3;
   }
-  std::string out = fmt::format("/// Stage {}{}: a loop over time, t = {}, {} (docs/cuda.md).\n", stage_,
-                                s_.backward ? " (backward)" : "", s_.direction > 0 ? "0 .. T-1" : "T-1 .. 0",
-                                newton() ? "by Newton iterations of parallel scans" : "as a parallel scan");
-  out += fmt::format("int stage_{}(const Workspace &ws, const real *P, real *G, int64_t T, int64_t B, cudaStream_t s, "
-                     "cublasHandle_t blas) {{\n",
-                     stage_);
-  out += "  // The cost model's inputs: elements of a state; groups of elements and time-lanes per block; the\n"
-         "  // launches and reals per element-step of the loop step by step, then of the parallel passes.\n";
-  out += fmt::format("  constexpr ScanShape kShape = {{{}, {}, {}, {}, {}, {}, {}}};\n", n_, groups_, kScanThreads / elements_,
-                     s_.kernels.size(), stepWords, launches, words);
-  out += fmt::format("  const int64_t chunks = scan_chunks(T, B, kShape, {}, sizeof(real));\n", scan_.guarded ? "true" : "false");
-  out += fmt::format("  if (chunks < 1) {{ // the loop, step by step: {}\n",
-                     scan_.guarded ? "the cost model expects it to be faster, or RNNC_TIME_PARALLEL=off"
-                                   : "RNNC_TIME_PARALLEL=off, or no step");
-  out += s_.direction > 0 ? "    for (int64_t t = 0; t < T; ++t) {\n" : "    for (int64_t t = T - 1; t >= 0; --t) {\n";
-  for (int k : s_.kernels)
-    out += fmt::format("      if (launch_{}(ws, P, G, B, t * B, (t + 1) * B, s, blas)) return 1;\n", p_.kernels[static_cast<size_t>(k)].name);
-  out += "    }\n    return 0;\n  }\n";
+  Writer w;
+  w.line("/// Stage {}{}: a loop over time, t = {}, {} (docs/cuda.md).", stage_, s_.backward ? " (backward)" : "",
+         s_.direction > 0 ? "0 .. T-1" : "T-1 .. 0",
+         newton() ? "by Newton iterations of parallel scans" : "as a parallel scan");
+  w.open("int stage_{}(const Workspace &ws, const real *P, real *G, int64_t T, int64_t B, cudaStream_t s, "
+         "cublasHandle_t blas) {{",
+         stage_);
+  w.line("// The cost model's inputs: elements of a state; groups of elements and time-lanes per block; the");
+  w.line("// launches and reals per element-step of the loop step by step, then of the parallel passes.");
+  w.line("constexpr ScanShape kShape = {{{}, {}, {}, {}, {}, {}, {}}};", n_, groups_, kScanThreads / elements_,
+         s_.kernels.size(), stepWords, launches, words);
+  w.line("const int64_t chunks = scan_chunks(T, B, kShape, {}, sizeof(real));", scan_.guarded);
+  w.open("if (chunks < 1) {{ // the loop, step by step: {}",
+         scan_.guarded ? "the cost model expects it to be faster, or RNNC_TIME_PARALLEL=off"
+                       : "RNNC_TIME_PARALLEL=off, or no step");
+  stageLaunches(w, p_, s_, [](const KernelIR &k, const std::string &rows) {
+    return fmt::format("if (launch_{}(ws, P, G, B, {}, s, blas)) return 1;", k.name, rows);
+  });
+  w.line("return 0;").close();
   auto call = [&](const char *pass) { return fmt::format("launch_{}(ws, P, T, B, chunks, s)", name(pass)); };
   if (newton()) {
-    out += fmt::format("  if ({}) return 1;\n", call("guess"));
-    out += fmt::format("  for (int iteration = 0; iteration < {}; ++iteration) {{\n", scan_.iterations);
-    out += fmt::format("    if ({}) return 1;\n", call("linearize"));
-    out += fmt::format("    if (chunks > 1 && {}) return 1;\n", call("carries"));
-    out += fmt::format("    if ({}) return 1;\n  }}\n", call("solve"));
-    out += fmt::format("  if ({}) return 1;\n", call("steps"));
-    out += fmt::format("  if ({}) return 1;\n", call("residual"));
-    out += fmt::format("  if ({}) return 1; // only where Newton did not converge\n", call("serial"));
+    w.line("if ({}) return 1;", call("guess"));
+    w.open("for (int iteration = 0; iteration < {}; ++iteration) {{", scan_.iterations);
+    w.line("if ({}) return 1;", call("linearize"));
+    w.line("if (chunks > 1 && {}) return 1;", call("carries"));
+    w.line("if ({}) return 1;", call("solve")).close();
+    w.line("if ({}) return 1;", call("steps"));
+    w.line("if ({}) return 1;", call("residual"));
+    w.line("if ({}) return 1; // only where Newton did not converge", call("serial"));
     const Buffer &agg = p_.buffers[static_cast<size_t>(scan_.aggregates)];
-    out += "  // RNNC_SCAN_REPORT: whether Newton's answer stood (a copy back, so not inside a captured graph).\n";
-    int ordinal = 0; // as the CPU names it: the stage's number among forward's or backward's
-    for (int at = 0; at <= stage_; ++at) ordinal += p_.stages[static_cast<size_t>(at)].backward == s_.backward;
-    out += fmt::format("  if (!kCudaGraphs && newton_report(\"{} stage {}\", {}, ws.{}, s)) return 1;\n",
-                       s_.backward ? "backward" : "forward", ordinal, scan_.iterations, agg.name);
+    w.line("// RNNC_SCAN_REPORT: whether Newton's answer stood (a copy back, so not inside a captured graph).");
+    w.line("if (!kCudaGraphs && newton_report(\"{} stage {}\", {}, ws.{}, s)) return 1;", s_.backward ? "backward" : "forward",
+           stageOrdinal(p_, stage_), scan_.iterations, agg.name);
   } else {
-    out += "  if (chunks > 1) {\n";
-    out += fmt::format("    if ({}) return 1;\n", call("chunks"));
-    out += fmt::format("    if ({}) return 1;\n  }}\n", call("carries"));
-    out += fmt::format("  if ({}) return 1;\n", call("steps"));
+    w.open("if (chunks > 1) {{");
+    w.line("if ({}) return 1;", call("chunks"));
+    w.line("if ({}) return 1;", call("carries")).close();
+    w.line("if ({}) return 1;", call("steps"));
   }
-  return out + "  return 0;\n}\n";
+  return w.line("return 0;").close().take();
 }
 
 } // namespace rnnc::codegen

@@ -2,7 +2,9 @@
 // the target's hooks filling in its own lines.
 #include "codegen/HostCode.h"
 
+#include "codegen/CPrinter.h"
 #include "passes/PlanMemory.h"
+#include "support/Crash.h"
 
 #include <fmt/format.h>
 
@@ -234,6 +236,28 @@ std::string workspaceLayout(const Program &p, const std::string &extraTake) {
   if (!extraTake.empty()) w.line("{}", extraTake);
   w.line("ws->loss_seed = real(1) / real(T * B);").line("return c.bytes();");
   return w.close().take();
+}
+
+GemmCall gemmCall(const Program &p, const KernelIR &k) {
+  auto at = [&](int buffer, int32_t delay) {
+    const Buffer &b = p.buffers[buffer];
+    return fmt::format("ws.{} + {}", b.name, CPrinter::rowOffset(b, delay, "r0"));
+  };
+  switch (k.kind) {
+  case KernelIR::Kind::Gemm:
+    return {fmt::format("// out[r] = W x[r], W = P[{}..] [{} x {}]", k.paramOffset, k.rows, k.cols),
+            fmt::format("false, true, r1 - r0, {}, {}, {}, P + {}, {}, real(0)", k.rows, k.cols, at(k.a, k.aDelay),
+                        k.paramOffset, at(k.out, 0))};
+  case KernelIR::Kind::GemmT:
+    return {fmt::format("// out[r] = W^T d[r], W = P[{}..] [{} x {}]", k.paramOffset, k.rows, k.cols),
+            fmt::format("false, false, r1 - r0, {}, {}, {}, P + {}, {}, real(0)", k.cols, k.rows, at(k.a, k.aDelay),
+                        k.paramOffset, at(k.out, 0))};
+  case KernelIR::Kind::GradMatrix:
+    return {fmt::format("// G[{}..] [{} x {}] += sum over rows of d[r] x[r]^T", k.paramOffset, k.rows, k.cols),
+            fmt::format("true, false, {}, {}, r1 - r0, {}, {}, G + {}, real(1)", k.rows, k.cols, at(k.a, k.aDelay),
+                        at(k.b, k.bDelay), k.paramOffset)};
+  default: RNNC_UNREACHABLE("not a GEMM kernel");
+  }
 }
 
 void stageLaunches(Writer &w, const Program &p, const StageIR &s,

@@ -71,6 +71,14 @@ std::string workspaceStruct(const Program &p, const std::string &extraMember = "
 /// (a line, without indentation).
 std::string workspaceLayout(const Program &p, const std::string &extraTake = "");
 
+/// A GEMM kernel (Gemm, GemmT, GradMatrix) as both targets call it: the
+/// comment saying the product and the arguments of
+/// `gemm(transA, transB, m, n, k, A, B, C, beta)`, rows from r0.
+struct GemmCall {
+  std::string comment, args;
+};
+GemmCall gemmCall(const Program &p, const KernelIR &k);
+
 /// A stage's launches: every step at once, or a loop over t in the stage's
 /// direction; `launch` spells one given its kernel and rows.
 void stageLaunches(Writer &w, const Program &p, const StageIR &s,

@@ -49,6 +49,8 @@ public:
     return *this;
   }
 
+  /// The current indentation, for a printer hook that takes it as a string.
+  std::string pad() const { return std::string(static_cast<size_t>(2 * depth_), ' '); }
   int depth() const { return depth_; }
   const std::string &str() const { return text_; }
   std::string take() { return std::move(text_); }
