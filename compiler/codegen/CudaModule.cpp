@@ -75,6 +75,8 @@ private:
   std::vector<int> waitsOf(int stage) const;
   void launcher(Writer &w, const KernelIR &k, int index);
   void stageFunction(Writer &w, int stage);
+  void tables(Writer &w);
+  void readiness(Writer &w);
   void runner(Writer &w);
   std::string at(int buffer, int32_t delay) const {
     return fmt::format("ws.{} + {}", p_.buffers[buffer].name, CPrinter::rowOffset(p_.buffers[buffer], delay, "r0"));
@@ -290,6 +292,8 @@ void CudaHost::header(Writer &w) {
   w.line("#include <cmath>").line("#include <cstdint>").line("#include <mutex>").line("#include <vector>").blank();
 }
 
+/// The device code (in a .cu as it is, with --jit as NVRTC's string), the
+/// workspace layout with the ones, then the tables, readiness and launchers.
 void CudaHost::definitions(Writer &w) {
   const char *onesMember = "real *ones; // [T][B][n] ones: what the bias gradients' column sums multiply";
   std::string kernels = printCudaKernels(p_, sm_);
@@ -307,6 +311,26 @@ void CudaHost::definitions(Writer &w) {
   w.raw(workspaceLayout(p_, p_.onesWidth ? fmt::format("ws->ones = c.take<real>(1, 0, {});", p_.onesWidth)
                                          : "ws->ones = nullptr;"))
       .blank();
+  tables(w);
+  readiness(w);
+  for (size_t k = 0; k < p_.kernels.size(); ++k) {
+    launcher(w, p_.kernels[k], kernelIndex_[k]);
+    w.blank();
+  }
+  for (size_t s = 0; s < p_.stages.size(); ++s)
+    if (CudaScanPrinter::runsInParallel(p_, static_cast<int>(s)))
+      w.raw(CudaScanPrinter(p_, sm_, static_cast<int>(s)).launchers([&](const std::string &kernel) {
+        return static_cast<int>(std::find(names_.begin(), names_.end(), kernel) - names_.begin());
+      }));
+  for (size_t s = 0; s < p_.stages.size(); ++s) {
+    stageFunction(w, static_cast<int>(s));
+    w.blank();
+  }
+  runner(w);
+}
+
+/// The streams, events and options, and the __global__ functions by index and name.
+void CudaHost::tables(Writer &w) {
   int events = static_cast<int>(p_.stages.size()) + 1 + streams_;
   w.line("constexpr int kStreams = {}, kEvents = {};", streams_, events);
   w.line("constexpr bool kTf32 = {}, kCudaGraphs = {};", o_.tf32, o_.cudaGraphs).blank();
@@ -321,6 +345,11 @@ void CudaHost::definitions(Writer &w) {
   std::string nameList;
   for (const std::string &n : names_) nameList += fmt::format("{}\"{}\"", nameList.empty() ? "" : ", ", n);
   w.line("const char *const kKernelNames[] = {{{}}};", nameList).blank();
+}
+
+/// context() and ready() (with --jit, the kernels loaded once), and the check
+/// of index inputs, which live on the device.
+void CudaHost::readiness(Writer &w) {
   w.open("Context &context() {{").line("static Context c;").line("return c;").close().blank();
   w.line("/// The streams, events and cuBLAS handles (and, --jit, the compiled kernels), once.");
   w.open("bool ready() {{").line("if (!context().ready(kStreams, kEvents, kTf32)) return false;");
@@ -338,21 +367,12 @@ void CudaHost::definitions(Writer &w) {
   w.close().blank();
   bool indexInputs = false;
   for (const PortIR &in : p_.inputs) indexInputs |= in.index;
-  if (indexInputs) {
-    w.line("/// Index input x (device memory) checked on the host: every value in [0, range).");
-    w.open("int check_device_indices(const int32_t *x, int64_t n, int64_t range, const char *input) {{");
-    w.line("std::vector<int32_t> host(static_cast<size_t>(n));");
-    w.line("RNNC_CUDA_CHECK(cudaMemcpy(host.data(), x, host.size() * sizeof(int32_t), cudaMemcpyDeviceToHost));");
-    w.line("return check_indices(host.data(), n, range, input) ? 0 : 1;").close().blank();
-  }
-  for (size_t k = 0; k < p_.kernels.size(); ++k) launcher(w, p_.kernels[k], kernelIndex_[k]), w.blank();
-  for (size_t s = 0; s < p_.stages.size(); ++s)
-    if (CudaScanPrinter::runsInParallel(p_, static_cast<int>(s)))
-      w.raw(CudaScanPrinter(p_, sm_, static_cast<int>(s)).launchers([&](const std::string &kernel) {
-        return static_cast<int>(std::find(names_.begin(), names_.end(), kernel) - names_.begin());
-      }));
-  for (size_t s = 0; s < p_.stages.size(); ++s) stageFunction(w, static_cast<int>(s)), w.blank();
-  runner(w);
+  if (!indexInputs) return;
+  w.line("/// Index input x (device memory) checked on the host: every value in [0, range).");
+  w.open("int check_device_indices(const int32_t *x, int64_t n, int64_t range, const char *input) {{");
+  w.line("std::vector<int32_t> host(static_cast<size_t>(n));");
+  w.line("RNNC_CUDA_CHECK(cudaMemcpy(host.data(), x, host.size() * sizeof(int32_t), cudaMemcpyDeviceToHost));");
+  w.line("return check_indices(host.data(), n, range, input) ? 0 : 1;").close().blank();
 }
 
 /// run(): a stage on its stream, or its CUDA graph's replay.

@@ -1,6 +1,6 @@
-// The indenting writer the host emitters print through: a line at a time,
-// blocks opened and closed, the indentation kept by the writer, not by hand.
-// Each level is two spaces, the style of the code rnnc emits before formatting.
+// The indenting writer rnnc's host and scan printers print through: a line at
+// a time, blocks opened and closed. The writer keeps the indentation (two
+// spaces a level, as rnnc's code reads before clang-format), not the caller.
 #pragma once
 
 #include <fmt/format.h>
