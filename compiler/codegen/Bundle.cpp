@@ -2,6 +2,7 @@
 
 #include "codegen/CppPrinter.h"
 #include "codegen/CudaPrinter.h"
+#include "codegen/Writer.h"
 #include "io/Array.h"
 #include "passes/PlanMemory.h"
 
@@ -23,12 +24,16 @@ std::string fnv1a(const std::string &s) { return fmt::format("{:016x}", rt::fnv1
 
 std::string quoted(const std::string &s) { return nlohmann::json(s).dump(); }
 
-std::string tensorTable(const char *name, const std::vector<PortIR> &ports) {
-  if (ports.empty()) return fmt::format("constexpr const rnnc_tensor *{} = nullptr;\n", name);
-  std::string out = fmt::format("const rnnc_tensor {}[] = {{\n", name);
+/// A table of ports; its entries are a continuation, a level deeper than a block.
+void tensorTable(Writer &w, const char *name, const std::vector<PortIR> &ports) {
+  if (ports.empty()) {
+    w.line("constexpr const rnnc_tensor *{} = nullptr;", name);
+    return;
+  }
+  w.open("const rnnc_tensor {}[] = {{", name).indent();
   for (const PortIR &p : ports)
-    out += fmt::format("    {{{}, 1, {{{}, 0}}, 0, {}, {}, 0, 0}},\n", quoted(p.name), p.width, p.index ? 1 : 0, p.depth);
-  return out + "};\n";
+    w.line("{{{}, 1, {{{}, 0}}, 0, {}, {}, 0, 0}},", quoted(p.name), p.width, p.index ? 1 : 0, p.depth);
+  w.dedent().close("}};");
 }
 
 } // namespace
@@ -40,72 +45,78 @@ std::string modelIdentifier(const std::string &name) {
   return s;
 }
 
-std::string abiTable(const Program &p, bool cuda) {
+std::string abiTable(const Program &p, Target target) {
   std::string id = modelIdentifier(p.name);
-  std::string out = "namespace {\n\n";
-  if (p.params.empty()) out += "constexpr const rnnc_tensor *kParams = nullptr;\n";
-  else out += "const rnnc_tensor kParams[] = {\n";
-  for (const ParamSlot &s : p.params)
-    out += fmt::format("    {{{}, {}, {{{}, {}}}, {}, 0, 0, {}, {}}},\n", quoted(s.name), s.shape.size(), s.shape[0],
-                       s.shape.size() > 1 ? s.shape[1] : 0, s.offset, s.initNormal ? 1 : 0, s.initScale);
-  if (!p.params.empty()) out += "};\n";
-  out += tensorTable("kInputs", p.inputs) + tensorTable("kOutputs", p.outputs) + tensorTable("kStates", p.states) +
-         tensorTable("kSeeds", p.seeds) + tensorTable("kInputGrads", p.inputGrads);
-  out += "\nint64_t workspace_bytes(int64_t T, int64_t B) {\n  Workspace ws;\n  return layout(T, B, nullptr, &ws);\n}\n\n";
-  out += "const char *last_error() { return rnnc::host::last_error().c_str(); }\n\n";
-  if (!cuda) out += "int synchronize() { return 0; }\n\n";
-  out += "} // namespace\n\n";
-  out += fmt::format("extern \"C\" const rnnc_model *rnnc_model_{}(void) {{\n", id);
-  out += "  // The lines follow the groups of rnnc_model's fields.\n  // clang-format off\n";
-  out += "  static const rnnc_model model = {\n";
-  out += fmt::format("      RNNC_ABI_VERSION, {}, \"{}\", sizeof(real),\n", quoted(p.name), kHashPlaceholder);
-  out += fmt::format("      {}, {}, kParams,\n", p.paramElements, p.params.size());
-  out += fmt::format("      {}, kInputs, {}, kOutputs, {}, kStates, {},\n", p.inputs.size(), p.outputs.size(), p.states.size(),
-                     p.hasLoss ? 1 : 0);
-  out += fmt::format("      {}, kSeeds, {}, kInputGrads,\n", p.seeds.size(), p.inputGrads.size());
-  out += "      workspace_bytes, forward, backward, read_output, read_final_state, read_loss, last_error,\n";
-  out += cuda ? "      RNNC_DEVICE_CUDA, synchronize, device_alloc, device_free, device_copy,\n  };\n"
-              : "      RNNC_DEVICE_CPU, synchronize, nullptr, nullptr, nullptr,\n  };\n";
-  out += "  // clang-format on\n  return &model;\n}\n";
-  return out;
+  Writer w;
+  w.line("namespace {{").blank();
+  if (p.params.empty()) {
+    w.line("constexpr const rnnc_tensor *kParams = nullptr;");
+  } else {
+    w.open("const rnnc_tensor kParams[] = {{").indent();
+    for (const ParamSlot &s : p.params)
+      w.line("{{{}, {}, {{{}, {}}}, {}, 0, 0, {}, {}}},", quoted(s.name), s.shape.size(), s.shape[0],
+             s.shape.size() > 1 ? s.shape[1] : 0, s.offset, s.initNormal ? 1 : 0, s.initScale);
+    w.dedent().close("}};");
+  }
+  tensorTable(w, "kInputs", p.inputs);
+  tensorTable(w, "kOutputs", p.outputs);
+  tensorTable(w, "kStates", p.states);
+  tensorTable(w, "kSeeds", p.seeds);
+  tensorTable(w, "kInputGrads", p.inputGrads);
+  w.blank().open("int64_t workspace_bytes(int64_t T, int64_t B) {{").line("Workspace ws;");
+  w.line("return layout(T, B, nullptr, &ws);").close().blank();
+  w.line("const char *last_error() {{ return rnnc::host::last_error().c_str(); }}").blank();
+  if (target == Target::Cpu) w.line("int synchronize() {{ return 0; }}").blank();
+  w.line("}} // namespace").blank();
+  w.open("extern \"C\" const rnnc_model *rnnc_model_{}(void) {{", id);
+  w.line("// The lines follow the groups of rnnc_model's fields.").line("// clang-format off");
+  w.open("static const rnnc_model model = {{").indent();
+  w.line("RNNC_ABI_VERSION, {}, \"{}\", sizeof(real),", quoted(p.name), kHashPlaceholder);
+  w.line("{}, {}, kParams,", p.paramElements, p.params.size());
+  w.line("{}, kInputs, {}, kOutputs, {}, kStates, {},", p.inputs.size(), p.outputs.size(), p.states.size(),
+         p.hasLoss ? 1 : 0);
+  w.line("{}, kSeeds, {}, kInputGrads,", p.seeds.size(), p.inputGrads.size());
+  w.line("workspace_bytes, forward, backward, read_output, read_final_state, read_loss, last_error,");
+  if (target == Target::Cuda) w.line("RNNC_DEVICE_CUDA, synchronize, device_alloc, device_free, device_copy,");
+  else w.line("RNNC_DEVICE_CPU, synchronize, nullptr, nullptr, nullptr,");
+  w.dedent().close("}};");
+  return w.line("// clang-format on").line("return &model;").close().take();
 }
 
 static std::string headerText(const Program &p, const std::string &hash) {
   std::string id = modelIdentifier(p.name);
-  std::string out = fmt::format("// {}: the interface of a model generated by rnnc {} (source hash {}).\n", p.name,
-                                RNNC_VERSION, hash);
-  out += "// The C ABI is rnnc_model_" + id + "(); the class below wraps it with the sizes as constants.\n";
-  out += "#pragma once\n\n#include \"rnnc/model.h\"\n\n";
-  out += fmt::format("#ifdef __cplusplus\nextern \"C\" {{\n#endif\nconst rnnc_model *rnnc_model_{}(void);\n", id);
-  out += "#ifdef __cplusplus\n}\n\n#include \"rnnc/session.h\"\n\n";
-  out += fmt::format("/// {} with its workspace, params and gradients: see rnnc/session.h.\n", p.name);
-  out += fmt::format("class {}Model : public rnnc::Session {{\npublic:\n", id);
-  out += fmt::format("  static constexpr int64_t kParamElements = {};\n", p.paramElements);
+  Writer w;
+  w.line("// {}: the interface of a model generated by rnnc {} (source hash {}).", p.name, RNNC_VERSION, hash);
+  w.line("// The C ABI is rnnc_model_{}(); the class below wraps it with the sizes as constants.", id);
+  w.line("#pragma once").blank().line("#include \"rnnc/model.h\"").blank();
+  w.line("#ifdef __cplusplus").line("extern \"C\" {{").line("#endif");
+  w.line("const rnnc_model *rnnc_model_{}(void);", id);
+  w.line("#ifdef __cplusplus").line("}}").blank().line("#include \"rnnc/session.h\"").blank();
+  w.line("/// {} with its workspace, params and gradients: see rnnc/session.h.", p.name);
+  w.line("class {}Model : public rnnc::Session {{", id).line("public:").indent();
+  w.line("static constexpr int64_t kParamElements = {};", p.paramElements);
   auto constants = [&](const char *what, const std::vector<PortIR> &ports) {
-    for (size_t k = 0; k < ports.size(); ++k) {
-      std::string name = modelIdentifier(ports[k].name);
-      out += fmt::format("  static constexpr int k{}{} = {}; // width {}{}\n", what, name, k, ports[k].width,
-                         ports[k].index ? " (index)" : "");
-    }
+    for (size_t k = 0; k < ports.size(); ++k)
+      w.line("static constexpr int k{}{} = {}; // width {}{}", what, modelIdentifier(ports[k].name), k, ports[k].width,
+             ports[k].index ? " (index)" : "");
   };
   constants("Input_", p.inputs);
   constants("Output_", p.outputs);
   constants("State_", p.states);
   for (const ParamSlot &s : p.params)
-    out += fmt::format("  static constexpr int64_t kParam_{} = {}; // offset of a [{}{}] param\n", modelIdentifier(s.name),
-                       s.offset, s.shape[0], s.shape.size() > 1 ? fmt::format(", {}", s.shape[1]) : "");
-  out += fmt::format("\n  {}Model(int64_t T, int64_t B) : rnnc::Session(*rnnc_model_{}(), T, B) {{}}\n", id, id);
-  out += "};\n#endif\n";
-  return out;
+    w.line("static constexpr int64_t kParam_{} = {}; // offset of a [{}{}] param", modelIdentifier(s.name), s.offset,
+           s.shape[0], s.shape.size() > 1 ? fmt::format(", {}", s.shape[1]) : "");
+  w.blank().line("{}Model(int64_t T, int64_t B) : rnnc::Session(*rnnc_model_{}(), T, B) {{}}", id, id);
+  return w.close("}};").line("#endif").take();
 }
 
-static nlohmann::json manifestOf(const Program &p, const SourceManager &sm, const std::string &target,
+static nlohmann::json manifestOf(const Program &p, const SourceManager &sm, Target target,
                                  const std::string &hash) {
   using nlohmann::json;
   json m;
   m["model"] = p.name;
   m["symbol"] = "rnnc_model_" + modelIdentifier(p.name);
-  m["target"] = target;
+  m["target"] = targetName(target);
   m["rnnc_version"] = RNNC_VERSION;
   m["source_hash"] = hash;
   m["dims"] = p.dims;
@@ -204,7 +215,7 @@ Bundle printBundle(const Program &p, const SourceManager &sm, Target target, con
   size_t at = b.source.find(kHashPlaceholder);
   if (at != std::string::npos) b.source.replace(at, std::string(kHashPlaceholder).size(), b.hash);
   b.header = headerText(p, b.hash);
-  b.manifest = manifestOf(p, sm, targetName(target), b.hash);
+  b.manifest = manifestOf(p, sm, target, b.hash);
   if (target == Target::Cuda) {
     CudaOptions plain;
     const CudaOptions &o = cuda ? *cuda : plain;

@@ -37,8 +37,8 @@ struct Bundle {
 std::string modelIdentifier(const std::string &name);
 
 /// The ABI table and its entry point `rnnc_model_<model>` (end of the source);
-/// `cuda`: a model whose arrays live on the device.
-std::string abiTable(const Program &p, bool cuda = false);
+/// a CUDA model's arrays live on the device.
+std::string abiTable(const Program &p, Target target);
 
 struct CudaOptions;
 

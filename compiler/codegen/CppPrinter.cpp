@@ -10,6 +10,8 @@
 //    gradients; the C ABI table describes it all.
 #include "codegen/CppPrinter.h"
 
+#include "codegen/HostCode.h"
+
 #include "support/Crash.h"
 
 #include <fmt/format.h>
@@ -76,20 +78,12 @@ std::string CppPrinter::libraryKernel(const KernelIR &k) {
                               k.kind != KernelIR::Kind::Gemm && k.kind != KernelIR::Kind::GemmT);
   switch (k.kind) {
   case KernelIR::Kind::Gemm:
-    out += fmt::format("  // out[r] = W x[r], W = P[{}..] [{} x {}]\n", k.paramOffset, k.rows, k.cols);
-    out += fmt::format("  gemm(false, true, r1 - r0, {}, {}, {}, P + {}, {}, {});\n", k.rows, k.cols, at(k.a, k.aDelay),
-                       k.paramOffset, at(k.out, 0), "real(0)");
-    break;
   case KernelIR::Kind::GemmT:
-    out += fmt::format("  // out[r] = W^T d[r], W = P[{}..] [{} x {}]\n", k.paramOffset, k.rows, k.cols);
-    out += fmt::format("  gemm(false, false, r1 - r0, {}, {}, {}, P + {}, {}, {});\n", k.cols, k.rows, at(k.a, k.aDelay),
-                       k.paramOffset, at(k.out, 0), "real(0)");
+  case KernelIR::Kind::GradMatrix: {
+    GemmCall gemm = gemmCall(p_, k);
+    out += fmt::format("  {}\n  gemm({});\n", gemm.comment, gemm.args);
     break;
-  case KernelIR::Kind::GradMatrix:
-    out += fmt::format("  // G[{}..] [{} x {}] += sum over rows of d[r] x[r]^T\n", k.paramOffset, k.rows, k.cols);
-    out += fmt::format("  gemm(true, false, {}, {}, r1 - r0, {}, {}, G + {}, {});\n", k.rows, k.cols, at(k.a, k.aDelay),
-                       at(k.b, k.bDelay), k.paramOffset, "real(1)");
-    break;
+  }
   case KernelIR::Kind::GradVector:
     out += fmt::format("  const real *d = {};\n", at(k.a, k.aDelay));
     out += fmt::format("  real *g = G + {};\n", k.paramOffset);

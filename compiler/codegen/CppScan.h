@@ -4,7 +4,9 @@
 #pragma once
 
 #include "codegen/CppPrinter.h"
+#include "codegen/Writer.h"
 
+#include <functional>
 #include <set>
 
 namespace rnnc::codegen {
@@ -24,16 +26,18 @@ protected:
 
 private:
   std::set<const KernelIR *> inParallelLoops_; // kernels of loops run in parallel over time
-  std::string stepCalls(const StageIR &s, const std::string &t, const std::string &indent) const;
-  std::string loadPointers(const ScanIR &scan, int direction, bool states, const std::string &indent) const;
-  std::string compose(const ScanIR &scan, const std::string &acc, const std::string &indent) const;
-  std::string carries(const StageIR &s, const std::string &indent, bool intoState, const std::string &label) const;
-  std::string composeChunks(const StageIR &s, const std::string &setup, const std::string &step,
-                            const std::string &indent) const;
-  std::string chunkSteps(const StageIR &s) const;
-  std::string sequentialLoop(const StageIR &s, const std::string &indent) const;
-  std::string scanBody(const StageIR &s);
-  std::string newtonBody(const StageIR &s, int index);
+  void stepCalls(Writer &w, const StageIR &s, const std::string &t) const;
+  void loadPointers(Writer &w, const ScanIR &scan, int direction, bool states) const;
+  void compose(Writer &w, const ScanIR &scan, const std::string &acc) const;
+  void openElements(Writer &w, int64_t n) const;
+  void carries(Writer &w, const StageIR &s, bool intoState, const std::string &label) const;
+  void composeChunks(Writer &w, const StageIR &s, const std::function<void(Writer &)> &setup,
+                     const std::function<void(Writer &)> &step) const;
+  void chunkSteps(Writer &w, const StageIR &s) const;
+  void lastSteps(Writer &w, const StageIR &s) const;
+  void sequentialLoop(Writer &w, const StageIR &s) const;
+  void scanBody(Writer &w, const StageIR &s);
+  void newtonBody(Writer &w, const StageIR &s, int index);
 };
 
 } // namespace rnnc::codegen

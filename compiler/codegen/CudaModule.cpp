@@ -1,4 +1,5 @@
-// The host part of the CUDA target, around the kernels CudaPrinter prints.
+// The host part of the CUDA target: HostCode's shared entry points with
+// CUDA's hooks (CudaHost), around the kernels CudaPrinter prints.
 // 1. Each kernel gets a host launcher (launch_<kernel>): a fused kernel's
 //    grid and block, or the cuBLAS call of a library kernel.
 // 2. Each stage is a function issuing its launches on one stream (a loop
@@ -17,6 +18,7 @@
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <map>
 #include <set>
 
 namespace rnnc::codegen {
@@ -30,10 +32,39 @@ struct Touches {
 };
 constexpr int kGradients = -2;
 
-class CudaModulePrinter {
+class CudaHost : public HostTarget {
 public:
-  CudaModulePrinter(const Program &p, const SourceManager &sm, const CudaOptions &o) : p_(p), sm_(sm), o_(o) {}
-  std::string print();
+  CudaHost(const Program &p, const SourceManager &sm, const CudaOptions &o);
+
+  Target target() const override { return Target::Cuda; }
+  const char *targetPhrase() const override { return "CUDA"; }
+  void header(Writer &w) override;
+  void definitions(Writer &w) override;
+  void extras(Writer &w) override;
+  /// A failed copy returns 1; a reader's leaves its error in last_error().
+  std::string rows(const std::string &call, bool reading) const override {
+    return reading ? "ok(" + call + ", s0), \"read_rows\");" : "RNNC_CUDA_CHECK(" + call + ", s0));";
+  }
+  void enter(Writer &w) const override { w.line("if (!ready()) return 1;"); }
+  void context(Writer &w, bool backward) const override;
+  std::string indexCheck(size_t k, const PortIR &in) const override {
+    return fmt::format("if (check_device_indices(static_cast<const int32_t *>(inputs[{}]), T * B, {}, \"{}\")) return 1;",
+                       k, in.width, in.name);
+  }
+  void clearGradients(Writer &w) const override;
+  void stages(Writer &w, bool backward) override;
+  std::string launch(const KernelIR &k, const std::string &rows) const override {
+    return fmt::format("if (launch_{}(ws, P, G, B, {}, s0, c.blas(0))) return 1;", k.name, rows);
+  }
+  void fillState(Writer &w, const PortIR &g, const std::string &dst) const override {
+    w.line("if (!launch(kernel_[0], \"fill\", grid_for({} * B * {}, 256), 256, s0, {}, {} * B * {}, {})) return 1;", g.depth,
+           g.width, dst, g.depth, g.width, CPrinter::literal(g.leaf.value));
+  }
+  void readerLayout(Writer &w, const char *failed, bool rows) const override {
+    w.line("if (!ready() || !layout(T, B, const_cast<void *>(mem), &ws)) return{}{};", *failed ? " " : "", failed);
+    if (rows) w.line("cudaStream_t s0 = context().stream(0);");
+  }
+  void lossMean(Writer &w, const Buffer &b) const override;
 
 private:
   int root(int buffer) const {
@@ -42,12 +73,11 @@ private:
   }
   Touches touches(const StageIR &s) const;
   std::vector<int> waitsOf(int stage) const;
-  std::string launcher(const KernelIR &k, int index);
-  std::string stageFunction(int stage);
-  std::string issue(bool backward);
-  std::string forward();
-  std::string backward();
-  std::string readers();
+  void launcher(Writer &w, const KernelIR &k, int index);
+  void stageFunction(Writer &w, int stage);
+  void tables(Writer &w);
+  void readiness(Writer &w);
+  void runner(Writer &w);
   std::string at(int buffer, int32_t delay) const {
     return fmt::format("ws.{} + {}", p_.buffers[buffer].name, CPrinter::rowOffset(p_.buffers[buffer], delay, "r0"));
   }
@@ -55,13 +85,25 @@ private:
   const Program &p_;
   const SourceManager &sm_;
   CudaOptions o_;
-  std::vector<int> kernelIndex_; // kernel -> its index in the table of __global__ functions
-  std::vector<Touches> touches_; // per stage
+  std::vector<std::string> names_; // the __global__ functions, as kernel_[] holds them
+  std::vector<int> kernelIndex_;   // kernel -> its index in kernel_[]
+  std::vector<Touches> touches_;   // per stage
+  int streams_ = 1;
 };
 
-HostCall checked() { return {"  RNNC_CUDA_CHECK(", ", s0));\n"}; }
+CudaHost::CudaHost(const Program &p, const SourceManager &sm, const CudaOptions &o)
+    : p_(p), sm_(sm), o_(o), names_(cudaKernelNames(p)) {
+  kernelIndex_.assign(p_.kernels.size(), -1);
+  for (size_t k = 0; k < p_.kernels.size(); ++k)
+    for (size_t n = 0; n < names_.size(); ++n)
+      if (names_[n] == p_.kernels[k].name) kernelIndex_[k] = static_cast<int>(n);
+  for (const StageIR &s : p_.stages) {
+    streams_ = std::max(streams_, s.stream + 1);
+    touches_.push_back(touches(s));
+  }
+}
 
-Touches CudaModulePrinter::touches(const StageIR &s) const {
+Touches CudaHost::touches(const StageIR &s) const {
   Touches t;
   for (int ki : s.kernels) {
     const KernelIR &k = p_.kernels[ki];
@@ -84,7 +126,7 @@ Touches CudaModulePrinter::touches(const StageIR &s) const {
 /// The stages on other streams that `stage` waits for: those the schedule
 /// says it needs, and the last earlier stage of each other stream that
 /// writes what it touches or touches what it writes.
-std::vector<int> CudaModulePrinter::waitsOf(int stage) const {
+std::vector<int> CudaHost::waitsOf(int stage) const {
   const StageIR &s = p_.stages[stage];
   std::set<int> waits(s.waits.begin(), s.waits.end());
   const Touches &mine = touches_[stage];
@@ -109,89 +151,78 @@ std::vector<int> CudaModulePrinter::waitsOf(int stage) const {
   return out;
 }
 
-std::string CudaModulePrinter::launcher(const KernelIR &k, int index) {
-  std::string out = fmt::format("/// {}: {} on rows [r0, r1).\n", k.name,
-                                k.kind == KernelIR::Kind::Fused ? "the kernel" : "a cuBLAS call");
+void CudaHost::launcher(Writer &w, const KernelIR &k, int index) {
+  w.line("/// {}: {} on rows [r0, r1).", k.name, k.kind == KernelIR::Kind::Fused ? "the kernel" : "a cuBLAS call");
   // A fused kernel's comment names its equations; a library call's is here.
-  if (k.kind != KernelIR::Kind::Fused) out += CudaPrinter(p_, sm_).equationsComment(k);
-  out += fmt::format("int launch_{}(const Workspace &ws, const real *P, real *G, int64_t B, int64_t r0, int64_t r1, "
-                     "cudaStream_t s, cublasHandle_t blas) {{\n",
-                     k.name);
+  if (k.kind != KernelIR::Kind::Fused) w.raw(CudaPrinter(p_, sm_).equationsComment(k));
+  w.open("int launch_{}(const Workspace &ws, const real *P, real *G, int64_t B, int64_t r0, int64_t r1, "
+         "cudaStream_t s, cublasHandle_t blas) {{",
+         k.name);
   switch (k.kind) {
   case KernelIR::Kind::Fused: {
     int threads = CudaPrinter::threadsOf(k);
     std::string grid = CudaPrinter::isFlat(k) ? fmt::format("grid_for((r1 - r0) * {}, {})",
                                                             k.sweeps[0].width / CudaPrinter::elementsPerThread(k, p_), threads)
                                               : "grid_for(r1 - r0, 1)";
-    out += "  (void)G, (void)blas;\n";
-    out += fmt::format("  return launch(kernel_[{}], \"{}\", {}, {}, s, ws, P, B, r0, r1) ? 0 : 1;\n}}\n", index, k.name,
-                       grid, threads);
-    return out;
+    w.line("(void)G, (void)blas;");
+    w.line("return launch(kernel_[{}], \"{}\", {}, {}, s, ws, P, B, r0, r1) ? 0 : 1;", index, k.name, grid, threads);
+    w.close();
+    return;
   }
   case KernelIR::Kind::Gemm:
-    out += fmt::format("  // out[r] = W x[r], W = P[{}..] [{} x {}]\n  (void)G, (void)B, (void)s;\n", k.paramOffset, k.rows, k.cols);
-    out += fmt::format("  RNNC_CUDA_CHECK(gemm(blas, false, true, r1 - r0, {}, {}, {}, P + {}, {}, real(0)));\n", k.rows,
-                       k.cols, at(k.a, k.aDelay), k.paramOffset, at(k.out, 0));
-    break;
   case KernelIR::Kind::GemmT:
-    out += fmt::format("  // out[r] = W^T d[r], W = P[{}..] [{} x {}]\n  (void)G, (void)B, (void)s;\n", k.paramOffset, k.rows, k.cols);
-    out += fmt::format("  RNNC_CUDA_CHECK(gemm(blas, false, false, r1 - r0, {}, {}, {}, P + {}, {}, real(0)));\n", k.cols,
-                       k.rows, at(k.a, k.aDelay), k.paramOffset, at(k.out, 0));
+  case KernelIR::Kind::GradMatrix: {
+    GemmCall gemm = gemmCall(p_, k);
+    w.line("{}", gemm.comment);
+    w.line("(void){}, (void)B, (void)s;", k.kind == KernelIR::Kind::GradMatrix ? "P" : "G");
+    w.line("RNNC_CUDA_CHECK(gemm(blas, {}));", gemm.args);
     break;
-  case KernelIR::Kind::GradMatrix:
-    out += fmt::format("  // G[{}..] [{} x {}] += sum over rows of d[r] x[r]^T\n  (void)P, (void)B, (void)s;\n", k.paramOffset,
-                       k.rows, k.cols);
-    out += fmt::format("  RNNC_CUDA_CHECK(gemm(blas, true, false, {}, {}, r1 - r0, {}, {}, G + {}, real(1)));\n", k.rows,
-                       k.cols, at(k.a, k.aDelay), at(k.b, k.bDelay), k.paramOffset);
-    break;
+  }
   case KernelIR::Kind::GradVector:
-    out += "  (void)P, (void)B, (void)s;\n";
+    w.line("(void)P, (void)B, (void)s;");
     if (k.rows == 1) {
-      out += fmt::format("  // G[{}] += every element of d\n", k.paramOffset);
-      out += fmt::format("  RNNC_CUDA_CHECK(column_sums(blas, (r1 - r0) * {}, 1, {}, ws.ones, G + {}));\n", k.cols,
-                         at(k.a, k.aDelay), k.paramOffset);
+      w.line("// G[{}] += every element of d", k.paramOffset);
+      w.line("RNNC_CUDA_CHECK(column_sums(blas, (r1 - r0) * {}, 1, {}, ws.ones, G + {}));", k.cols, at(k.a, k.aDelay),
+             k.paramOffset);
     } else {
-      out += fmt::format("  // G[{}..{}] += sum over rows of d[r]\n", k.paramOffset, k.paramOffset + k.cols);
-      out += fmt::format("  RNNC_CUDA_CHECK(column_sums(blas, r1 - r0, {}, {}, ws.ones, G + {}));\n", k.cols,
-                         at(k.a, k.aDelay), k.paramOffset);
+      w.line("// G[{}..{}] += sum over rows of d[r]", k.paramOffset, k.paramOffset + k.cols);
+      w.line("RNNC_CUDA_CHECK(column_sums(blas, r1 - r0, {}, {}, ws.ones, G + {}));", k.cols, at(k.a, k.aDelay),
+             k.paramOffset);
     }
     break;
   case KernelIR::Kind::GradEmbed:
-    out += "  (void)P, (void)B, (void)blas;\n";
-    out += fmt::format("  const real *d = {};\n  const int32_t *row = {};\n  real *g = G + {};\n", at(k.a, k.aDelay),
-                       at(k.b, k.bDelay), k.paramOffset);
-    out += fmt::format("  return launch(kernel_[1], \"grad_embed\", grid_for({}, 256), 256, s, d, row, g, r1 - r0, int64_t({})) ? 0 : 1;\n}}\n",
-                       k.cols, k.cols);
-    return out;
+    w.line("(void)P, (void)B, (void)blas;");
+    w.line("const real *d = {};", at(k.a, k.aDelay)).line("const int32_t *row = {};", at(k.b, k.bDelay));
+    w.line("real *g = G + {};", k.paramOffset);
+    w.line("return launch(kernel_[1], \"grad_embed\", grid_for({}, 256), 256, s, d, row, g, r1 - r0, int64_t({})) ? 0 : 1;",
+           k.cols, k.cols);
+    w.close();
+    return;
   }
-  return out + "  return 0;\n}\n";
+  w.line("return 0;").close();
 }
 
-std::string CudaModulePrinter::stageFunction(int stage) {
+void CudaHost::stageFunction(Writer &w, int stage) {
   const StageIR &s = p_.stages[stage];
-  if (CudaScanPrinter::runsInParallel(p_, stage)) return CudaScanPrinter(p_, sm_, stage).stageFunction();
-  std::string out = fmt::format("/// Stage {}{}: {}.\n", stage, s.backward ? " (backward)" : "",
-                                s.loop ? fmt::format("a loop over time, t = {}", s.direction > 0 ? "0 .. T-1" : "T-1 .. 0")
-                                       : "every step at once");
-  out += fmt::format("int stage_{}(const Workspace &ws, const real *P, real *G, int64_t T, int64_t B, cudaStream_t s, "
-                     "cublasHandle_t blas) {{\n",
-                     stage);
-  std::string indent = "  ", rows = "0, T * B";
-  if (s.loop) {
-    out += s.direction > 0 ? "  for (int64_t t = 0; t < T; ++t) {\n" : "  for (int64_t t = T - 1; t >= 0; --t) {\n";
-    indent = "    ";
-    rows = "t * B, (t + 1) * B";
+  if (CudaScanPrinter::runsInParallel(p_, stage)) {
+    w.raw(CudaScanPrinter(p_, sm_, stage).stageFunction());
+    return;
   }
-  for (int k : s.kernels)
-    out += fmt::format("{}if (launch_{}(ws, P, G, B, {}, s, blas)) return 1;\n", indent, p_.kernels[k].name, rows);
-  if (s.loop) out += "  }\n";
-  else out += "  (void)T;\n";
-  return out + "  return 0;\n}\n";
+  w.line("/// Stage {}{}: {}.", stage, s.backward ? " (backward)" : "",
+         s.loop ? fmt::format("a loop over time, t = {}", s.direction > 0 ? "0 .. T-1" : "T-1 .. 0") : "every step at once");
+  w.open("int stage_{}(const Workspace &ws, const real *P, real *G, int64_t T, int64_t B, cudaStream_t s, "
+         "cublasHandle_t blas) {{",
+         stage);
+  stageLaunches(w, p_, s, [](const KernelIR &k, const std::string &rows) {
+    return fmt::format("if (launch_{}(ws, P, G, B, {}, s, blas)) return 1;", k.name, rows);
+  });
+  if (!s.loop) w.line("(void)T;");
+  w.line("return 0;").close();
 }
 
 /// The stages of one direction on their streams: forks from stream 0, the
 /// waits, the events later stages need, and the join into stream 0.
-std::string CudaModulePrinter::issue(bool backward) {
+void CudaHost::stages(Writer &w, bool backward) {
   std::vector<int> stages;
   for (size_t s = 0; s < p_.stages.size(); ++s)
     if (p_.stages[s].backward == backward) stages.push_back(static_cast<int>(s));
@@ -203,198 +234,173 @@ std::string CudaModulePrinter::issue(bool backward) {
     recorded.insert(waits[s].begin(), waits[s].end());
   }
   int fork = static_cast<int>(p_.stages.size());
-  std::string out;
   if (streams.size() > 1 || (streams.size() == 1 && !streams.count(0))) {
-    out += "  // The other streams start after stream 0's copies.\n";
-    out += fmt::format("  RNNC_CUDA_CHECK(cudaEventRecord(c.event({}), s0));\n", fork);
+    w.line("// The other streams start after stream 0's copies.");
+    w.line("RNNC_CUDA_CHECK(cudaEventRecord(c.event({}), s0));", fork);
     for (int st : streams)
-      if (st) out += fmt::format("  RNNC_CUDA_CHECK(cudaStreamWaitEvent(c.stream({}), c.event({}), 0));\n", st, fork);
+      if (st) w.line("RNNC_CUDA_CHECK(cudaStreamWaitEvent(c.stream({}), c.event({}), 0));", st, fork);
   }
   for (int s : stages) {
     const StageIR &st = p_.stages[s];
     std::string after;
-    for (int w : waits[s]) after += fmt::format("{}stage {} (stream {})", after.empty() ? "" : ", ", w, p_.stages[w].stream);
-    out += fmt::format("  // Stage {} on stream {}{}.\n", s, st.stream, after.empty() ? "" : ", after " + after);
-    for (int w : waits[s])
-      out += fmt::format("  RNNC_CUDA_CHECK(cudaStreamWaitEvent(c.stream({}), c.event({}), 0));\n", st.stream, w);
-    out += fmt::format("  if (run(stage_{}, {}, {}, ws, P, G, T, B, {}, mem)) return 1;\n", s, s, st.loop ? "true" : "false",
-                       st.stream);
-    if (recorded.count(s)) out += fmt::format("  RNNC_CUDA_CHECK(cudaEventRecord(c.event({}), c.stream({})));\n", s, st.stream);
+    for (int e : waits[s]) after += fmt::format("{}stage {} (stream {})", after.empty() ? "" : ", ", e, p_.stages[e].stream);
+    w.line("// Stage {} on stream {}{}.", s, st.stream, after.empty() ? "" : ", after " + after);
+    for (int e : waits[s]) w.line("RNNC_CUDA_CHECK(cudaStreamWaitEvent(c.stream({}), c.event({}), 0));", st.stream, e);
+    w.line("if (run(stage_{}, {}, {}, ws, P, G, T, B, {}, mem)) return 1;", s, s, st.loop ? "true" : "false", st.stream);
+    if (recorded.count(s)) w.line("RNNC_CUDA_CHECK(cudaEventRecord(c.event({}), c.stream({})));", s, st.stream);
   }
   bool joined = false;
   for (int st : streams)
     if (st) {
-      if (!joined) out += "  // Stream 0 waits for the others.\n";
+      if (!joined) w.line("// Stream 0 waits for the others.");
       joined = true;
-      out += fmt::format("  RNNC_CUDA_CHECK(cudaEventRecord(c.event({}), c.stream({})));\n", fork + st, st);
-      out += fmt::format("  RNNC_CUDA_CHECK(cudaStreamWaitEvent(s0, c.event({}), 0));\n", fork + st);
+      w.line("RNNC_CUDA_CHECK(cudaEventRecord(c.event({}), c.stream({})));", fork + st, st);
+      w.line("RNNC_CUDA_CHECK(cudaStreamWaitEvent(s0, c.event({}), 0));", fork + st);
     }
-  return out;
 }
 
-std::string CudaModulePrinter::forward() {
-  std::string out = "int forward(void *mem, int64_t T, int64_t B, const void *params, const void *const *inputs,\n"
-                    "            const void *const *states) {\n";
-  out += "  if (!ready()) return 1;\n  Workspace ws;\n  if (!layout(T, B, mem, &ws)) return fail_too_large(T, B);\n";
-  out += "  const real *P = static_cast<const real *>(params);\n  real *G = nullptr;\n";
-  out += "  Context &c = context();\n  cudaStream_t s0 = c.stream(0);\n  (void)c, (void)s0;\n";
-  for (size_t k = 0; k < p_.inputs.size(); ++k)
-    if (p_.inputs[k].index)
-      out += fmt::format("  if (check_device_indices(static_cast<const int32_t *>(inputs[{}]), T * B, {}, \"{}\")) return 1;\n", k,
-                         p_.inputs[k].width, p_.inputs[k].name);
-  out += "  // Padding: zeros, then the inputs and the initial states.\n" + paddingClears(p_, false, checked()) +
-         inputCopies(p_, checked());
-  out += issue(false);
-  return out + "  (void)G;\n  return 0;\n}\n";
+void CudaHost::context(Writer &w, bool backward) const {
+  w.line("Context &c = context();").line("cudaStream_t s0 = c.stream(0);");
+  if (backward) w.line("(void)c, (void)seeds, (void)input_grads, (void)state_grads;");
+  else w.line("(void)c, (void)s0;");
 }
 
-std::string CudaModulePrinter::backward() {
-  std::string out = "int backward(void *mem, int64_t T, int64_t B, const void *params, const void *const *seeds,\n"
-                    "             void *param_grads, void *const *input_grads, void *const *state_grads) {\n";
-  out += "  if (!ready()) return 1;\n  Workspace ws;\n  if (!layout(T, B, mem, &ws)) return fail_too_large(T, B);\n";
-  out += "  const real *P = static_cast<const real *>(params);\n  real *G = static_cast<real *>(param_grads);\n";
-  out += "  Context &c = context();\n  cudaStream_t s0 = c.stream(0);\n  (void)c, (void)seeds, (void)input_grads, (void)state_grads;\n";
-  out += fmt::format("  RNNC_CUDA_CHECK(cudaMemsetAsync(G, 0, {} * sizeof(real), s0));\n", p_.paramElements);
-  if (int64_t w = p_.onesWidth)
-    out += fmt::format("  if (!launch(kernel_[0], \"fill\", grid_for(T * B * {}, 256), 256, s0, ws.ones, T * B * {}, real(1))) return 1;\n",
-                       w, w);
-  out += paddingClears(p_, true, checked()) + seedCopies(p_, checked());
-  out += issue(true);
-  if (!p_.epilogue.empty()) out += "  // The initial states' gradients: the state adjoints at steps -depth .. -1.\n";
-  for (int k : p_.epilogue)
-    out += fmt::format("  if (launch_{}(ws, P, G, B, -{} * B, 0, s0, c.blas(0))) return 1;\n", p_.kernels[k].name,
-                       p_.kernels[k].epilogueDepth);
-  out += gradientReads(p_, checked(), [](const PortIR &g, const std::string &dst) {
-    return fmt::format("  if (!launch(kernel_[0], \"fill\", grid_for({} * B * {}, 256), 256, s0, {}, {} * B * {}, {})) return 1;\n",
-                       g.depth, g.width, dst, g.depth, g.width, CPrinter::literal(g.leaf.value));
-  });
-  return out + "  return 0;\n}\n";
+void CudaHost::clearGradients(Writer &w) const {
+  w.line("RNNC_CUDA_CHECK(cudaMemsetAsync(G, 0, {} * sizeof(real), s0));", p_.paramElements);
+  if (int64_t n = p_.onesWidth)
+    w.line("if (!launch(kernel_[0], \"fill\", grid_for(T * B * {}, 256), 256, s0, ws.ones, T * B * {}, real(1))) return 1;", n,
+           n);
 }
 
-std::string CudaModulePrinter::readers() {
-  // The readers return nothing: a failure is left in last_error().
-  const HostCall noted{"  ok(", ", s0), \"read_rows\");\n"};
-  std::string out = "void read_output(const void *mem, int64_t T, int64_t B, int32_t k, void *out) {\n";
-  out += "  Workspace ws;\n  if (!ready() || !layout(T, B, const_cast<void *>(mem), &ws)) return;\n";
-  out += "  cudaStream_t s0 = context().stream(0);\n  switch (k) {\n";
-  out += outputReadCases(p_, noted) + "  }\n}\n\n";
-  out += "void read_final_state(const void *mem, int64_t T, int64_t B, int32_t k, void *out) {\n";
-  out += "  Workspace ws;\n  if (!ready() || !layout(T, B, const_cast<void *>(mem), &ws)) return;\n";
-  out += "  cudaStream_t s0 = context().stream(0);\n  switch (k) {\n";
-  out += finalStateReadCases(p_, noted) + "  }\n}\n\n";
-  out += "double read_loss(const void *mem, int64_t T, int64_t B) {\n";
-  if (p_.lossBuffer >= 0) {
-    const Buffer &b = p_.buffers[p_.lossBuffer];
-    out += "  Workspace ws;\n  if (!ready() || !layout(T, B, const_cast<void *>(mem), &ws)) return NAN;\n";
-    out += "  std::vector<real> loss(static_cast<size_t>(T * B));\n";
-    out += fmt::format("  if (cudaMemcpy(loss.data(), ws.{} + {} * B, loss.size() * sizeof(real), cudaMemcpyDeviceToHost) != "
-                       "cudaSuccess)\n    return NAN;\n",
-                       b.name, b.padBefore);
-    out += "  return mean_of(loss.data(), T * B);\n";
+void CudaHost::lossMean(Writer &w, const Buffer &b) const {
+  w.line("std::vector<real> loss(static_cast<size_t>(T * B));");
+  w.line("if (cudaMemcpy(loss.data(), ws.{} + {} * B, loss.size() * sizeof(real), cudaMemcpyDeviceToHost) != cudaSuccess)",
+         b.name, b.padBefore);
+  w.indent().line("return NAN;").dedent();
+  w.line("return mean_of(loss.data(), T * B);");
+}
+
+void CudaHost::header(Writer &w) {
+  if (o_.jit) {
+    w.line("// Build: c++ -std=c++17 -O2 $(rnnc --print-cflags) -I$CUDA/include -c this file; link cudart, cublas, nvrtc.");
+    w.line("// The kernels are a string NVRTC compiles at first use for the GPU that is there.");
   } else {
-    out += "  (void)mem, (void)T, (void)B;\n  return 0;\n";
+    w.line("// Build: nvcc -std=c++17 -arch=sm_90 $(rnnc --print-cflags) -c this file; link cudart and cublas.");
   }
-  return out + "}\n";
+  w.line("// Arrays are time-major and live on the device; see runtime/include/rnnc/model.h for the ABI.");
+  w.line("#include \"rnnc/{}.h\"", o_.jit ? "cuda_jit" : "cuda").line("#include \"rnnc/model.h\"").blank();
+  w.line("#include <cmath>").line("#include <cstdint>").line("#include <mutex>").line("#include <vector>").blank();
 }
 
-std::string CudaModulePrinter::print() {
-  std::vector<std::string> names = cudaKernelNames(p_);
-  kernelIndex_.assign(p_.kernels.size(), -1);
-  for (size_t k = 0; k < p_.kernels.size(); ++k)
-    for (size_t n = 0; n < names.size(); ++n)
-      if (names[n] == p_.kernels[k].name) kernelIndex_[k] = static_cast<int>(n);
-  int streams = 1;
-  for (const StageIR &s : p_.stages) {
-    streams = std::max(streams, s.stream + 1);
-    touches_.push_back(touches(s));
-  }
-  int events = static_cast<int>(p_.stages.size()) + 1 + streams;
-
-  std::string out = fmt::format("// {}: generated by rnnc {} for CUDA. Do not edit: change the .rnn and recompile.\n", p_.name,
-                                RNNC_VERSION);
-  if (o_.jit)
-    out += "// Build: c++ -std=c++17 -O2 $(rnnc --print-cflags) -I$CUDA/include -c this file; link cudart, cublas, nvrtc.\n"
-           "// The kernels are a string NVRTC compiles at first use for the GPU that is there.\n";
-  else
-    out += "// Build: nvcc -std=c++17 -arch=sm_90 $(rnnc --print-cflags) -c this file; link cudart and cublas.\n";
-  out += "// Arrays are time-major and live on the device; see runtime/include/rnnc/model.h for the ABI.\n";
-  out += o_.jit ? "#include \"rnnc/cuda_jit.h\"\n" : "#include \"rnnc/cuda.h\"\n";
-  out += "#include \"rnnc/model.h\"\n\n#include <cmath>\n#include <cstdint>\n#include <mutex>\n#include <vector>\n\n";
+/// The device code (in a .cu as it is, with --jit as NVRTC's string), the
+/// workspace layout with the ones, then the tables, readiness and launchers.
+void CudaHost::definitions(Writer &w) {
+  const char *onesMember = "real *ones; // [T][B][n] ones: what the bias gradients' column sums multiply";
   std::string kernels = printCudaKernels(p_, sm_);
-  std::string onesTake;
-  if (int64_t w = p_.onesWidth) onesTake = fmt::format("  ws->ones = c.take<real>(1, 0, {});\n", w);
-  else onesTake = "  ws->ones = nullptr;\n";
-  out += "namespace {\n\n";
   if (o_.jit) {
-    out += "#ifdef RNNC_REAL_DOUBLE\nusing real = double;\nconst char kRealDefine[] = \"#define RNNC_REAL_DOUBLE\\n\";\n#else\n"
-           "using real = float;\nconst char kRealDefine[] = \"\";\n#endif\n\n";
-    out += "// The device code: what a .cu bundle of this model holds, compiled by NVRTC.\n";
-    out += "const char kKernelSource[] = R\"rnnc_cuda(" + kernels + ")rnnc_cuda\";\n\n";
-    out += workspaceStruct(p_, "  real *ones; // [T][B][n] ones: what the bias gradients' column sums multiply\n") + "\n";
+    w.line("#ifdef RNNC_REAL_DOUBLE").line("using real = double;");
+    w.line("const char kRealDefine[] = \"#define RNNC_REAL_DOUBLE\\n\";");
+    w.line("#else").line("using real = float;").line("const char kRealDefine[] = \"\";").line("#endif").blank();
+    w.line("// The device code: what a .cu bundle of this model holds, compiled by NVRTC.");
+    w.raw("const char kKernelSource[] = R\"rnnc_cuda(" + kernels + ")rnnc_cuda\";\n").blank();
+    w.raw(workspaceStruct(p_, onesMember)).blank();
   } else {
-    out += kernels;
+    w.raw(kernels);
   }
-  out += "using namespace rnnc::cuda;\n\n";
-  out += workspaceLayout(p_, onesTake) + "\n";
-  out += fmt::format("constexpr int kStreams = {}, kEvents = {};\nconstexpr bool kTf32 = {}, kCudaGraphs = {};\n\n", streams,
-                     events, o_.tf32 ? "true" : "false", o_.cudaGraphs ? "true" : "false");
-  out += fmt::format("/// The __global__ functions, indexed by the launchers.\nconst void *kernel_[{}]{};\n", names.size(),
-                     o_.jit ? "" : " = {\n" + [&] {
-                       std::string list;
-                       for (const std::string &n : names) list += fmt::format("    reinterpret_cast<const void *>({}),\n", n);
-                       return list;
-                     }() + "}");
-  std::string nameList;
-  for (const std::string &n : names) nameList += fmt::format("\"{}\", ", n);
-  out += fmt::format("const char *const kKernelNames[] = {{{}}};\n\n", nameList.substr(0, nameList.size() - 2));
-  out += "Context &context() {\n  static Context c;\n  return c;\n}\n\n";
-  out += "/// The streams, events and cuBLAS handles (and, --jit, the compiled kernels), once.\nbool ready() {\n";
-  out += "  if (!context().ready(kStreams, kEvents, kTf32)) return false;\n";
-  if (o_.jit) {
-    out += "  static std::mutex mutex;\n  static int loaded = -1;\n  static std::string failure; // every later call reports it too\n";
-    out += "  std::lock_guard<std::mutex> lock(mutex);\n";
-    out += "  if (loaded < 0) {\n    std::string source = std::string(kRealDefine) + kKernelSource;\n";
-    out += fmt::format("    loaded = load_kernels(source.c_str(), kKernelNames, {}, kernel_) == 0 ? 1 : 0;\n", names.size());
-    out += "    if (!loaded) failure = \"loading the kernels: \" + last_error();\n  }\n";
-    out += "  if (!loaded) last_error() = failure;\n  return loaded == 1;\n}\n\n";
-  } else {
-    out += "  (void)kKernelNames;\n  return true;\n}\n\n";
+  w.line("using namespace rnnc::cuda;").blank();
+  w.raw(workspaceLayout(p_, p_.onesWidth ? fmt::format("ws->ones = c.take<real>(1, 0, {});", p_.onesWidth)
+                                         : "ws->ones = nullptr;"))
+      .blank();
+  tables(w);
+  readiness(w);
+  for (size_t k = 0; k < p_.kernels.size(); ++k) {
+    launcher(w, p_.kernels[k], kernelIndex_[k]);
+    w.blank();
   }
-  bool indexInputs = false;
-  for (const PortIR &in : p_.inputs) indexInputs |= in.index;
-  if (indexInputs) {
-    out += "/// Index input x (device memory) checked on the host: every value in [0, range).\n";
-    out += "int check_device_indices(const int32_t *x, int64_t n, int64_t range, const char *input) {\n";
-    out += "  std::vector<int32_t> host(static_cast<size_t>(n));\n";
-    out += "  RNNC_CUDA_CHECK(cudaMemcpy(host.data(), x, host.size() * sizeof(int32_t), cudaMemcpyDeviceToHost));\n";
-    out += "  return check_indices(host.data(), n, range, input) ? 0 : 1;\n}\n\n";
-  }
-  for (size_t k = 0; k < p_.kernels.size(); ++k) out += launcher(p_.kernels[k], kernelIndex_[k]) + "\n";
   for (size_t s = 0; s < p_.stages.size(); ++s)
     if (CudaScanPrinter::runsInParallel(p_, static_cast<int>(s)))
-      out += CudaScanPrinter(p_, sm_, static_cast<int>(s)).launchers([&](const std::string &kernel) {
-        return static_cast<int>(std::find(names.begin(), names.end(), kernel) - names.begin());
-      });
-  for (size_t s = 0; s < p_.stages.size(); ++s) out += stageFunction(static_cast<int>(s)) + "\n";
-  out += "using StageFn = int (*)(const Workspace &, const real *, real *, int64_t, int64_t, cudaStream_t, cublasHandle_t);\n\n";
-  out += "/// Stage `stage` on stream `s`; with --cuda-graphs a loop stage is replayed as a\n"
-         "/// CUDA graph captured once per shape and pointers.\n";
-  out += "int run(StageFn fn, int stage, bool loop, const Workspace &ws, const real *P, real *G, int64_t T, int64_t B, int s,\n"
-         "        const void *mem) {\n";
-  out += "  Context &c = context();\n  if (!kCudaGraphs || !loop) return fn(ws, P, G, T, B, c.stream(s), c.blas(s));\n";
-  out += "  static GraphCache graphs;\n";
-  out += "  std::vector<const void *> key = {mem, P, G, reinterpret_cast<const void *>(T), reinterpret_cast<const void *>(B)};\n";
-  out += "  return run_captured(graphs, stage, key, c.stream(s), [&](cudaStream_t stream) { return fn(ws, P, G, T, B, stream, c.blas(s)); });\n}\n\n";
-  out += forward() + "\n" + backward() + "\n" + readers() + "\n";
-  out += "int synchronize() {\n  if (!ready()) return 1;\n  RNNC_CUDA_CHECK(cudaStreamSynchronize(context().stream(0)));\n  return 0;\n}\n\n";
-  out += "} // namespace\n\n" + abiTable(p_, true);
-  return out;
+      w.raw(CudaScanPrinter(p_, sm_, static_cast<int>(s)).launchers([&](const std::string &kernel) {
+        return static_cast<int>(std::find(names_.begin(), names_.end(), kernel) - names_.begin());
+      }));
+  for (size_t s = 0; s < p_.stages.size(); ++s) {
+    stageFunction(w, static_cast<int>(s));
+    w.blank();
+  }
+  runner(w);
+}
+
+/// The streams, events and options, and the __global__ functions by index and name.
+void CudaHost::tables(Writer &w) {
+  int events = static_cast<int>(p_.stages.size()) + 1 + streams_;
+  w.line("constexpr int kStreams = {}, kEvents = {};", streams_, events);
+  w.line("constexpr bool kTf32 = {}, kCudaGraphs = {};", o_.tf32, o_.cudaGraphs).blank();
+  w.line("/// The __global__ functions, indexed by the launchers.");
+  if (o_.jit) {
+    w.line("const void *kernel_[{}];", names_.size());
+  } else {
+    w.open("const void *kernel_[{}] = {{", names_.size()).indent();
+    for (const std::string &n : names_) w.line("reinterpret_cast<const void *>({}),", n);
+    w.dedent().close("}};");
+  }
+  std::string nameList;
+  for (const std::string &n : names_) nameList += fmt::format("{}\"{}\"", nameList.empty() ? "" : ", ", n);
+  w.line("const char *const kKernelNames[] = {{{}}};", nameList).blank();
+}
+
+/// context() and ready() (with --jit, the kernels loaded once), and the check
+/// of index inputs, which live on the device.
+void CudaHost::readiness(Writer &w) {
+  w.open("Context &context() {{").line("static Context c;").line("return c;").close().blank();
+  w.line("/// The streams, events and cuBLAS handles (and, --jit, the compiled kernels), once.");
+  w.open("bool ready() {{").line("if (!context().ready(kStreams, kEvents, kTf32)) return false;");
+  if (o_.jit) {
+    w.line("static std::mutex mutex;").line("static int loaded = -1;");
+    w.line("static std::string failure; // every later call reports it too");
+    w.line("std::lock_guard<std::mutex> lock(mutex);");
+    w.open("if (loaded < 0) {{").line("std::string source = std::string(kRealDefine) + kKernelSource;");
+    w.line("loaded = load_kernels(source.c_str(), kKernelNames, {}, kernel_) == 0 ? 1 : 0;", names_.size());
+    w.line("if (!loaded) failure = \"loading the kernels: \" + last_error();").close();
+    w.line("if (!loaded) last_error() = failure;").line("return loaded == 1;");
+  } else {
+    w.line("(void)kKernelNames;").line("return true;");
+  }
+  w.close().blank();
+  bool indexInputs = false;
+  for (const PortIR &in : p_.inputs) indexInputs |= in.index;
+  if (!indexInputs) return;
+  w.line("/// Index input x (device memory) checked on the host: every value in [0, range).");
+  w.open("int check_device_indices(const int32_t *x, int64_t n, int64_t range, const char *input) {{");
+  w.line("std::vector<int32_t> host(static_cast<size_t>(n));");
+  w.line("RNNC_CUDA_CHECK(cudaMemcpy(host.data(), x, host.size() * sizeof(int32_t), cudaMemcpyDeviceToHost));");
+  w.line("return check_indices(host.data(), n, range, input) ? 0 : 1;").close().blank();
+}
+
+/// run(): a stage on its stream, or its CUDA graph's replay.
+void CudaHost::runner(Writer &w) {
+  w.line("using StageFn = int (*)(const Workspace &, const real *, real *, int64_t, int64_t, cudaStream_t, cublasHandle_t);")
+      .blank();
+  w.line("/// Stage `stage` on stream `s`; with --cuda-graphs a loop stage is replayed as a");
+  w.line("/// CUDA graph captured once per shape and pointers.");
+  w.line("int run(StageFn fn, int stage, bool loop, const Workspace &ws, const real *P, real *G, int64_t T, int64_t B, int s,");
+  w.open("        const void *mem) {{");
+  w.line("Context &c = context();").line("if (!kCudaGraphs || !loop) return fn(ws, P, G, T, B, c.stream(s), c.blas(s));");
+  w.line("static GraphCache graphs;");
+  w.line("std::vector<const void *> key = {{mem, P, G, reinterpret_cast<const void *>(T), reinterpret_cast<const void *>(B)}};");
+  w.line("return run_captured(graphs, stage, key, c.stream(s), [&](cudaStream_t stream) {{ return fn(ws, P, G, T, B, stream, "
+         "c.blas(s)); }});");
+  w.close().blank();
+}
+
+void CudaHost::extras(Writer &w) {
+  w.open("int synchronize() {{").line("if (!ready()) return 1;");
+  w.line("RNNC_CUDA_CHECK(cudaStreamSynchronize(context().stream(0)));").line("return 0;").close().blank();
 }
 
 } // namespace
 
 std::string printCudaModule(const Program &p, const SourceManager &sm, const CudaOptions &o) {
-  return CudaModulePrinter(p, sm, o).print();
+  CudaHost host(p, sm, o);
+  return printHostModule(p, host);
 }
 
 } // namespace rnnc::codegen

@@ -298,7 +298,7 @@ std::string printCudaKernels(const Program &p, const SourceManager &sm) {
   std::string out = std::string(kPreludeHead) + "#define RNNC_SCALAR __device__ __forceinline__\n" + kScalarText +
                     "#undef RNNC_SCALAR\n\n" + kPreludeTail;
   if (CudaScanPrinter::anyRunsInParallel(p)) out += CudaScanPrinter::devicePrelude();
-  out += "\n" + workspaceStruct(p, "  real *ones; // [T][B][n] ones: what the bias gradients' column sums multiply\n") + "\n";
+  out += "\n" + workspaceStruct(p, "real *ones; // [T][B][n] ones: what the bias gradients' column sums multiply") + "\n";
   CudaPrinter printer(p, sm);
   for (const KernelIR &k : p.kernels)
     if (k.kind == KernelIR::Kind::Fused) out += printer.kernel(k) + "\n";

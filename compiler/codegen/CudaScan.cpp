@@ -23,6 +23,9 @@
 // the host and a CUDA graph captures the whole stage.
 #include "codegen/CudaScan.h"
 
+#include "codegen/HostCode.h"
+#include "codegen/ScanIR.h"
+
 #include "support/Crash.h"
 
 #include <algorithm>
@@ -226,8 +229,7 @@ std::vector<std::string> CudaScanPrinter::kernelNames(const Program &p, int stag
                                                                      "residual", "serial"}
                                          : std::vector<const char *>{"chunks", "carries", "steps"};
   std::vector<std::string> names;
-  for (const char *pass : passes)
-    names.push_back(fmt::format("{}_{}_{}", s.scan.plan == LoopPlan::Newton ? "newton" : "scan", stage, pass));
+  for (const char *pass : passes) names.push_back(scanName(s, stage) + "_" + pass);
   return names;
 }
 
@@ -244,86 +246,71 @@ CudaScanPrinter::CudaScanPrinter(const Program &p, const SourceManager &sm, int 
 }
 
 
-std::string CudaScanPrinter::name(const char *pass) const {
-  return fmt::format("{}_{}_{}", newton() ? "newton" : "scan", stage_, pass);
-}
+std::string CudaScanPrinter::name(const char *pass) const { return scanName(s_, stage_) + "_" + pass; }
 
 /// The step at loop position `j`.
-std::string CudaScanPrinter::stepAt(const std::string &j) const {
-  bool simple = j.find(' ') == std::string::npos;
-  return s_.direction > 0 ? j : fmt::format(simple ? "T - 1 - {}" : "T - 1 - ({})", j);
-}
+std::string CudaScanPrinter::stepAt(const std::string &j) const { return codegen::stepAt(s_.direction, j); }
 
 /// The comment (title, equations) and signature of kernel `pass`.
 std::string CudaScanPrinter::header(const char *pass, const std::string &what, const std::string &params) {
-  KernelIR all; // the equations of the loop's kernels, in order
-  for (int k : s_.kernels)
-    for (const SourceRange &r : p_.kernels[static_cast<size_t>(k)].equations) all.equations.push_back(r);
-  std::string out = fmt::format("// {}: {}\n", name(pass), what) + equationsComment(all);
+  std::string out = fmt::format("// {}: {}\n", name(pass), what) + equationsComment(loopEquations(p_, s_));
   out += fmt::format("RNNC_KERNEL __launch_bounds__({}) void {}(const Workspace ws, {}) {{\n", kScanThreads, name(pass), params);
   return out;
 }
 
 /// The block-uniform loop over (chunk, group) blocks and the thread's place:
-/// chunk c, sequence r, element i, its run of steps.
-std::string CudaScanPrinter::blockLoop(const std::string &blocks, const std::string &indent) const {
-  std::string out = fmt::format("{}constexpr int K = {}, E = {}; // states per element; elements side by side in a warp\n",
-                                indent, k_, elements_);
-  if (groups_ > 1) out += fmt::format("{}const int64_t groups = B * {}; // of E elements, per chunk\n", indent, groups_);
-  else out += fmt::format("{}const int64_t groups = B; // of E elements (one a sequence), per chunk\n", indent);
-  out += fmt::format("{}for (int64_t block = blockIdx.x; block < {}; block += gridDim.x) {{ // a chunk of a group\n", indent,
-                     blocks);
-  std::string in = indent + "  ";
+/// chunk c, sequence r, element i, its run of steps; opened, the caller closes it.
+void CudaScanPrinter::blockLoop(Writer &w, const std::string &blocks) const {
+  w.line("constexpr int K = {}, E = {}; // states per element; elements side by side in a warp", k_, elements_);
+  if (groups_ > 1) w.line("const int64_t groups = B * {}; // of E elements, per chunk", groups_);
+  else w.line("const int64_t groups = B; // of E elements (one a sequence), per chunk");
+  w.open("for (int64_t block = blockIdx.x; block < {}; block += gridDim.x) {{ // a chunk of a group", blocks);
   if (groups_ > 1)
-    out += fmt::format("{}const int64_t c = block / groups, r = block % groups / {}, i = block % {} * E + threadIdx.x % E;\n",
-                       in, groups_, groups_);
+    w.line("const int64_t c = block / groups, r = block % groups / {}, i = block % {} * E + threadIdx.x % E;", groups_,
+           groups_);
   else
-    out += fmt::format("{}const int64_t c = block / groups, r = block % groups, i = threadIdx.x % E;\n", in);
-  if (n_ % elements_) out += fmt::format("{}const bool active = i < {}; // the last group's elements past the row are idle\n", in, n_);
-  out += fmt::format("{}const ScanRun run = scan_run(c, T, chunks, threadIdx.x / E, kScanThreads / E);\n", in);
-  return out;
+    w.line("const int64_t c = block / groups, r = block % groups, i = threadIdx.x % E;");
+  if (n_ % elements_) w.line("const bool active = i < {}; // the last group's elements past the row are idle", n_);
+  w.line("const ScanRun run = scan_run(c, T, chunks, threadIdx.x / E, kScanThreads / E);");
 }
 
 /// `target[p] = ` each state before the loop's first step, for sequence r.
-std::string CudaScanPrinter::initialStates(const std::string &target, const std::string &indent) const {
-  std::string out = fmt::format("{}const int64_t q = {};\n", indent, s_.direction > 0 ? "r" : "(T - 1) * B + r");
-  return out + stateRowsAt(s_.direction, target, indent);
+void CudaScanPrinter::initialStates(Writer &w, const std::string &target) const {
+  w.line("const int64_t q = {};", s_.direction > 0 ? "r" : "(T - 1) * B + r");
+  stateRowsAt(w, s_.direction, target);
 }
 
 /// `target[p] = ` the states at row q read with `delay`.
-std::string CudaScanPrinter::stateRowsAt(int32_t delay, const std::string &target, const std::string &indent) const {
-  std::string out;
+void CudaScanPrinter::stateRowsAt(Writer &w, int32_t delay, const std::string &target) const {
   for (int b : scan_.states) {
     const Buffer &buf = p_.buffers[static_cast<size_t>(b)];
-    out += fmt::format("{}const real *__restrict__ {} = ws.{} + {};\n", indent, rowPointer(b, delay), buf.name,
-                       rowOffset(buf, delay, "q"));
+    w.line("const real *__restrict__ {} = ws.{} + {};", rowPointer(b, delay), buf.name, rowOffset(buf, delay, "q"));
   }
-  for (size_t p = 0; p < scan_.states.size(); ++p)
-    out += fmt::format("{}{}[{}] = {}[i];\n", indent, target, p, rowPointer(scan_.states[p], delay));
-  return out;
+  for (size_t p = 0; p < scan_.states.size(); ++p) w.line("{}[{}] = {}[i];", target, p, rowPointer(scan_.states[p], delay));
 }
 
 /// `target[p] = ` the carry before chunk `c`.
-std::string CudaScanPrinter::carryLoad(const std::string &c, const std::string &target, const std::string &indent) const {
+void CudaScanPrinter::carryLoad(Writer &w, const std::string &c, const std::string &target) const {
   const Buffer &car = p_.buffers[static_cast<size_t>(scan_.carries)];
-  std::string out = fmt::format("{}const real *__restrict__ carry = ws.{} + ({} * B + r) * {} + i;\n", indent, car.name,
-                                c.find(' ') == std::string::npos ? c : "(" + c + ")", n_ * k_);
-  for (int64_t p = 0; p < k_; ++p) out += fmt::format("{}{}[{}] = carry[{}];\n", indent, target, p, p * n_);
-  return out;
+  w.line("const real *__restrict__ carry = ws.{} + ({} * B + r) * {} + i;", car.name,
+         c.find(' ') == std::string::npos ? c : "(" + c + ")", n_ * k_);
+  for (int64_t p = 0; p < k_; ++p) w.line("{}[{}] = carry[{}];", target, p, p * n_);
 }
 
 /// `real s[K]`: the state before chunk c (before the loop for chunk 0, else its carry).
-std::string CudaScanPrinter::chunkStart(const std::string &indent) const {
+void CudaScanPrinter::chunkStart(Writer &w) const {
   const bool all = n_ % elements_ == 0;
-  std::string out = indent + "real s[K] = {}; // the state before the chunk: before the loop, or its carry\n";
-  out += fmt::format("{}if ({}c == 0) {{\n", indent, all ? "" : "active && ") + initialStates("s", indent + "  ");
-  out += fmt::format("{}}} else{} {{\n", indent, all ? "" : " if (active)") + carryLoad("c", "s", indent + "  ");
-  return out + indent + "}\n";
+  w.line("real s[K] = {{}}; // the state before the chunk: before the loop, or its carry");
+  w.open("if ({}c == 0) {{", all ? "" : "active && ");
+  initialStates(w, "s");
+  w.close("}} else{} {{", all ? "" : " if (active)").indent();
+  carryLoad(w, "c", "s");
+  w.close();
 }
 
 /// Row pointers at row q of what `s` loads (but the states one step back and
 /// what it computed itself) and, with `stores`, of what it stores.
-std::string CudaScanPrinter::rowPointers(const Sweep &s, bool stores, const std::string &indent) const {
+void CudaScanPrinter::rowPointers(Writer &w, const Sweep &s, bool stores) const {
   std::set<std::pair<int, int32_t>> loads;
   std::set<int> written;
   std::set<int> states(scan_.states.begin(), scan_.states.end());
@@ -332,54 +319,52 @@ std::string CudaScanPrinter::rowPointers(const Sweep &s, bool stores, const std:
     for (const Operand &o : in.args)
       if (o.kind == Operand::Kind::Load && !(states.count(o.buffer) && o.delay == s_.direction)) loads.insert({o.buffer, o.delay});
   }
-  std::string out;
   for (auto [buffer, delay] : loads) {
     const Buffer &b = p_.buffers[static_cast<size_t>(buffer)];
-    out += fmt::format("{}const {} *__restrict__ {} = ws.{} + {};\n", indent, elementType(b), rowPointer(buffer, delay), b.name,
-                       rowOffset(b, delay, "q"));
+    w.line("const {} *__restrict__ {} = ws.{} + {};", elementType(b), rowPointer(buffer, delay), b.name,
+           rowOffset(b, delay, "q"));
   }
   for (int buffer : written) {
     const Buffer &b = p_.buffers[static_cast<size_t>(buffer)];
-    out += fmt::format("{}real *__restrict__ {} = ws.{} + {};\n", indent, rowPointer(buffer, 0), b.name, rowOffset(b, 0, "q"));
+    w.line("real *__restrict__ {} = ws.{} + {};", rowPointer(buffer, 0), b.name, rowOffset(b, 0, "q"));
   }
-  return out;
 }
 
 /// The step's tangent at element i of row q, from a zero state or (Newton)
 /// from the guess of the step before: a_P_Q and f_P (CPrinter::tangentStep).
-std::string CudaScanPrinter::tangent(bool atGuess, const std::string &indent) {
-  std::string out = rowPointers(scan_.step, false, indent);
+void CudaScanPrinter::tangent(Writer &w, bool atGuess) {
+  rowPointers(w, scan_.step, false);
   if (atGuess)
     for (int b : scan_.states) {
       const Buffer &buf = p_.buffers[static_cast<size_t>(b)];
-      out += fmt::format("{}const real *__restrict__ {} = ws.{} + {};\n", indent, rowPointer(b, s_.direction), buf.name,
-                         rowOffset(buf, s_.direction, "q"));
+      w.line("const real *__restrict__ {} = ws.{} + {};", rowPointer(b, s_.direction), buf.name,
+             rowOffset(buf, s_.direction, "q"));
     }
-  for (int64_t p = 0; p < k_; ++p)
-    out += !atGuess ? fmt::format("{}const real s{} = real(0);\n", indent, p)
-                         : fmt::format("{}const real s{} = {}[i];\n", indent, p, rowPointer(scan_.states[static_cast<size_t>(p)], s_.direction));
-  return out + tangentStep(scan_, s_.direction, indent);
+  for (int64_t p = 0; p < k_; ++p) {
+    if (!atGuess) w.line("const real s{} = real(0);", p);
+    else w.line("const real s{} = {}[i];", p, rowPointer(scan_.states[static_cast<size_t>(p)], s_.direction));
+  }
+  w.raw(tangentStep(scan_, s_.direction, w.pad()));
 }
 
 /// The loop's own step at element i of row q from the states s[], storing
 /// what its kernels store; s[] then holds the new states.
-std::string CudaScanPrinter::exactStep(const std::string &indent) {
-  std::string out = rowPointers(scan_.exactStep, true, indent);
+void CudaScanPrinter::exactStep(Writer &w) {
+  rowPointers(w, scan_.exactStep, true);
   substitutes_.clear();
   for (size_t p = 0; p < scan_.states.size(); ++p) substitutes_[{scan_.states[p], s_.direction}] = fmt::format("s[{}]", p);
   for (size_t j = 0; j < scan_.exactStep.body.size(); ++j) {
     const Instr &in = scan_.exactStep.body[j];
-    out += fmt::format("{}const real v{} = {};\n", indent, j, mapExpr(in));
-    if (in.store >= 0) out += fmt::format("{}{}[i] = v{};\n", indent, rowPointer(in.store, 0), j);
+    w.line("const real v{} = {};", j, mapExpr(in));
+    if (in.store >= 0) w.line("{}[i] = v{};", rowPointer(in.store, 0), j);
   }
   substitutes_.clear();
-  for (size_t p = 0; p < scan_.states.size(); ++p) out += fmt::format("{}s[{}] = v{};\n", indent, p, scan_.exactStateLocals[p]);
-  return out;
+  for (size_t p = 0; p < scan_.states.size(); ++p) w.line("s[{}] = v{};", p, scan_.exactStateLocals[p]);
 }
 
 /// `const Affine<K> step = ` the tangent's map (a_P_Q, f_P); Newton's is
 /// linearized at s: b = f - A s.
-std::string CudaScanPrinter::stepMap(const std::string &indent) const {
+void CudaScanPrinter::stepMap(Writer &w) const {
   std::string A, b;
   for (int64_t p = 0; p < k_; ++p) {
     std::string row, minus;
@@ -390,14 +375,13 @@ std::string CudaScanPrinter::stepMap(const std::string &indent) const {
     A += fmt::format("{}{{{}}}", p ? ", " : "", row);
     b += fmt::format("{}f_{}{}", p ? ", " : "", p, minus);
   }
-  return fmt::format("{}const Affine<K> step = {{{{{}}}, {{{}}}}};\n", indent, A, b);
+  w.line("const Affine<K> step = {{{{{}}}, {{{}}}}};", A, b);
 }
 
 /// `const Affine<K> step = ` the coefficients of row q (Newton).
-std::string CudaScanPrinter::coefficientMap(const std::string &indent) const {
+void CudaScanPrinter::coefficientMap(Writer &w) const {
   const Buffer &coef = p_.buffers[static_cast<size_t>(scan_.coefficients)];
-  std::string out = fmt::format("{}const real *__restrict__ coefficients = ws.{} + {} + i;\n", indent, coef.name,
-                                rowOffset(coef, 0, "q"));
+  w.line("const real *__restrict__ coefficients = ws.{} + {} + i;", coef.name, rowOffset(coef, 0, "q"));
   std::string A, b;
   for (int64_t p = 0; p < k_; ++p) {
     std::string row;
@@ -405,17 +389,28 @@ std::string CudaScanPrinter::coefficientMap(const std::string &indent) const {
     A += fmt::format("{}{{{}}}", p ? ", " : "", row);
     b += fmt::format("{}coefficients[{}]", p ? ", " : "", (k_ * k_ + p) * n_);
   }
-  return out + fmt::format("{}const Affine<K> step = {{{{{}}}, {{{}}}}};\n", indent, A, b);
+  w.line("const Affine<K> step = {{{{{}}}, {{{}}}}};", A, b);
 }
 
 /// Map `map` stored coefficient-major at `base` (a pointer at element i).
-std::string CudaScanPrinter::storeMap(const std::string &map, const std::string &base, const std::string &indent) const {
-  std::string out;
+void CudaScanPrinter::storeMap(Writer &w, const std::string &map, const std::string &base) const {
   for (int64_t p = 0; p < k_; ++p) {
-    for (int64_t q = 0; q < k_; ++q) out += fmt::format("{}{}[{}] = {}.A[{}][{}];\n", indent, base, (p * k_ + q) * n_, map, p, q);
-    out += fmt::format("{}{}[{}] = {}.b[{}];\n", indent, base, (k_ * k_ + p) * n_, map, p);
+    for (int64_t q = 0; q < k_; ++q) w.line("{}[{}] = {}.A[{}][{}];", base, (p * k_ + q) * n_, map, p, q);
+    w.line("{}[{}] = {}.b[{}];", base, (k_ * k_ + p) * n_, map, p);
   }
-  return out;
+}
+
+/// `for (int64_t j = run.begin; j < run.end; ++j) {` over this thread's run
+/// and the step's t and row q, opened.
+void CudaScanPrinter::openRun(Writer &w) const {
+  w.open("for (int64_t j = run.begin; {}j < run.end; ++j) {{", n_ % elements_ ? "active && " : "");
+  w.line("const int64_t t = {}, q = t * B + r;", stepAt("j"));
+}
+
+/// The grid-stride loop over every element of every sequence, opened: r, i.
+void CudaScanPrinter::openElements(Writer &w, const char *count) const {
+  w.open("for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < {}{}; e += int64_t(gridDim.x) * blockDim.x) {{",
+         count, n_);
 }
 
 namespace {
@@ -430,8 +425,9 @@ std::string unused(const std::string &body, const std::vector<std::string> &para
   return names.empty() ? "" : "  " + names + ";\n";
 }
 
-std::string finish(const std::string &head, const std::string &body) {
-  return head + unused(body, {"P", "T", "B", "chunks"}) + body + "}\n";
+std::string finish(const std::string &head, Writer &body) {
+  std::string text = body.take();
+  return head + unused(text, {"P", "T", "B", "chunks"}) + text + "}\n";
 }
 
 } // namespace
@@ -440,33 +436,36 @@ std::string CudaScanPrinter::chunksKernel() {
   const Buffer &agg = p_.buffers[static_cast<size_t>(scan_.aggregates)];
   const std::string act = n_ % elements_ ? "active && " : "";
   std::string head = header("chunks", "each chunk's steps but the last chunk's, composed into one affine map per element", kParams);
-  std::string body = blockLoop("(chunks - 1) * groups", "  ");
-  body += "    // This thread's run of steps, each an affine map at a zero state (rnnc's tangent), composed in registers.\n";
-  body += "    Affine<K> steps = affine_identity<K>();\n";
-  body += fmt::format("    for (int64_t j = run.begin; {}j < run.end; ++j) {{\n", act);
-  body += fmt::format("      const int64_t t = {}, q = t * B + r;\n", stepAt("j"));
-  body += tangent(false, "      ") + stepMap("      ");
-  body += "      steps = compose(step, steps);\n    }\n";
-  body += "    const Affine<K> chunk = block_total<K, E>(steps);\n";
-  body += fmt::format("    if ({}threadIdx.x < E) {{ // time-lane 0 keeps the chunk's map\n", act);
-  body += fmt::format("      real *__restrict__ aggregate = ws.{} + (c * B + r) * {} + i;\n", agg.name, n_ * (k_ * k_ + k_));
-  body += storeMap("chunk", "aggregate", "      ") + "    }\n  }\n";
-  return finish(head, body);
+  Writer w(1);
+  blockLoop(w, "(chunks - 1) * groups");
+  w.line("// This thread's run of steps, each an affine map at a zero state (rnnc's tangent), composed in registers.");
+  w.line("Affine<K> steps = affine_identity<K>();");
+  openRun(w);
+  tangent(w, false);
+  stepMap(w);
+  w.line("steps = compose(step, steps);").close();
+  w.line("const Affine<K> chunk = block_total<K, E>(steps);");
+  w.open("if ({}threadIdx.x < E) {{ // time-lane 0 keeps the chunk's map", act);
+  w.line("real *__restrict__ aggregate = ws.{} + (c * B + r) * {} + i;", agg.name, n_ * (k_ * k_ + k_));
+  storeMap(w, "chunk", "aggregate");
+  w.close().close();
+  return finish(head, w);
 }
 
 std::string CudaScanPrinter::carriesKernel() {
   const Buffer &agg = p_.buffers[static_cast<size_t>(scan_.aggregates)];
   const Buffer &car = p_.buffers[static_cast<size_t>(scan_.carries)];
   std::string head = header("carries", "the state before each chunk: the one before the loop, then each chunk's map in turn", kParams);
-  std::string body = fmt::format("  constexpr int K = {};\n", k_);
-  body += fmt::format("  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < B * {}; e += int64_t(gridDim.x) * blockDim.x) {{\n",
-                      n_);
-  body += fmt::format("    const int64_t r = e / {}, i = e % {};\n", n_, n_);
-  body += "    real s[K];\n    {\n" + initialStates("s", "      ") + "    }\n";
-  body += "    // Unrolled, the chunks' maps load ahead of the dependent chain through them.\n    #pragma unroll 4\n";
-  body += "    for (int64_t c = 1; c < chunks; ++c) {\n";
-  body += fmt::format("      const real *__restrict__ aggregate = ws.{} + ((c - 1) * B + r) * {} + i;\n", agg.name,
-                      n_ * (k_ * k_ + k_));
+  Writer w(1);
+  w.line("constexpr int K = {};", k_);
+  openElements(w, "B * ");
+  w.line("const int64_t r = e / {}, i = e % {};", n_, n_);
+  w.line("real s[K];").open("{{");
+  initialStates(w, "s");
+  w.close();
+  w.line("// Unrolled, the chunks' maps load ahead of the dependent chain through them.").line("#pragma unroll 4");
+  w.open("for (int64_t c = 1; c < chunks; ++c) {{");
+  w.line("const real *__restrict__ aggregate = ws.{} + ((c - 1) * B + r) * {} + i;", agg.name, n_ * (k_ * k_ + k_));
   std::string A, b;
   for (int64_t p = 0; p < k_; ++p) {
     std::string row;
@@ -474,52 +473,51 @@ std::string CudaScanPrinter::carriesKernel() {
     A += fmt::format("{}{{{}}}", p ? ", " : "", row);
     b += fmt::format("{}aggregate[{}]", p ? ", " : "", (k_ * k_ + p) * n_);
   }
-  body += fmt::format("      const Affine<K> chunk = {{{{{}}}, {{{}}}}};\n", A, b);
-  body += "      apply(chunk, s);\n";
-  body += fmt::format("      real *__restrict__ carry = ws.{} + (c * B + r) * {} + i;\n", car.name, n_ * k_);
-  for (int64_t p = 0; p < k_; ++p) body += fmt::format("      carry[{}] = s[{}];\n", p * n_, p);
-  body += "    }\n  }\n";
-  return finish(head, body);
+  w.line("const Affine<K> chunk = {{{{{}}}, {{{}}}}};", A, b);
+  w.line("apply(chunk, s);");
+  w.line("real *__restrict__ carry = ws.{} + (c * B + r) * {} + i;", car.name, n_ * k_);
+  for (int64_t p = 0; p < k_; ++p) w.line("carry[{}] = s[{}];", p * n_, p);
+  w.close().close();
+  return finish(head, w);
 }
 
 std::string CudaScanPrinter::stepsKernel() {
-  const std::string act = n_ % elements_ ? "active && " : "";
   std::string head = header("steps", "each thread's run of steps from its exact incoming state, storing what the loop's kernels store",
                             kParams);
-  std::string body = blockLoop("chunks * groups", "  ");
-  body += "    // This thread's run of steps as one affine map (as in scan_" + std::to_string(stage_) + "_chunks), and those\n"
-          "    // of the runs before it in the chunk.\n";
-  body += "    Affine<K> steps = affine_identity<K>();\n";
-  body += fmt::format("    for (int64_t j = run.begin; {}j < run.end; ++j) {{\n", act);
-  body += fmt::format("      const int64_t t = {}, q = t * B + r;\n", stepAt("j"));
-  body += tangent(false, "      ") + stepMap("      ");
-  body += "      steps = compose(step, steps);\n    }\n";
-  body += "    const Affine<K> before = block_scan<K, E>(steps);\n";
-  body += "    // The state before the run: the one before the chunk (before the loop, or the carry), then the runs before it.\n";
-  body += chunkStart("    ") + "    apply(before, s);\n";
-  body += "    // The loop's own step over the run: every value its kernels store, at every step.\n";
-  body += fmt::format("    for (int64_t j = run.begin; {}j < run.end; ++j) {{\n", act);
-  body += fmt::format("      const int64_t t = {}, q = t * B + r;\n", stepAt("j"));
-  body += exactStep("      ") + "    }\n  }\n";
-  return finish(head, body);
+  Writer w(1);
+  blockLoop(w, "chunks * groups");
+  w.line("// This thread's run of steps as one affine map (as in scan_{}_chunks), and those", stage_);
+  w.line("// of the runs before it in the chunk.");
+  w.line("Affine<K> steps = affine_identity<K>();");
+  openRun(w);
+  tangent(w, false);
+  stepMap(w);
+  w.line("steps = compose(step, steps);").close();
+  w.line("const Affine<K> before = block_scan<K, E>(steps);");
+  w.line("// The state before the run: the one before the chunk (before the loop, or the carry), then the runs before it.");
+  chunkStart(w);
+  w.line("apply(before, s);");
+  w.line("// The loop's own step over the run: every value its kernels store, at every step.");
+  openRun(w);
+  exactStep(w);
+  w.close().close();
+  return finish(head, w);
 }
 
 std::string CudaScanPrinter::guessKernel() {
   std::string head = header("guess", "Newton's first guess: the state before the loop, at every step", kParams);
-  std::string body = fmt::format(
-      "  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < T * B * {}; e += int64_t(gridDim.x) * blockDim.x) {{\n",
-      n_);
-  body += fmt::format("    const int64_t row = e / {}, r = row % B, i = e % {};\n", n_, n_);
-  body += fmt::format("    const int64_t q = {};\n", s_.direction > 0 ? "r" : "(T - 1) * B + r");
+  Writer w(1);
+  openElements(w, "T * B * ");
+  w.line("const int64_t row = e / {}, r = row % B, i = e % {};", n_, n_);
+  w.line("const int64_t q = {};", s_.direction > 0 ? "r" : "(T - 1) * B + r");
   for (int b : scan_.states) {
     const Buffer &buf = p_.buffers[static_cast<size_t>(b)];
-    body += fmt::format("    const real *__restrict__ {} = ws.{} + {};\n", rowPointer(b, s_.direction), buf.name,
-                        rowOffset(buf, s_.direction, "q"));
-    body += fmt::format("    real *__restrict__ {} = ws.{} + {};\n", rowPointer(b, 0), buf.name, rowOffset(buf, 0, "row"));
-    body += fmt::format("    {}[i] = {}[i];\n", rowPointer(b, 0), rowPointer(b, s_.direction));
+    w.line("const real *__restrict__ {} = ws.{} + {};", rowPointer(b, s_.direction), buf.name, rowOffset(buf, s_.direction, "q"));
+    w.line("real *__restrict__ {} = ws.{} + {};", rowPointer(b, 0), buf.name, rowOffset(buf, 0, "row"));
+    w.line("{}[i] = {}[i];", rowPointer(b, 0), rowPointer(b, s_.direction));
   }
-  body += "  }\n";
-  return finish(head, body);
+  w.close();
+  return finish(head, w);
 }
 
 std::string CudaScanPrinter::linearizeKernel() {
@@ -527,46 +525,48 @@ std::string CudaScanPrinter::linearizeKernel() {
   const std::string act = n_ % elements_ ? "active && " : "";
   std::string head = header("linearize",
                             "each step linearized at the guess into the coefficients; each chunk's but the last composed", kParams);
-  std::string body = blockLoop("chunks * groups", "  ");
-  body += "    // This thread's run of steps linearized at the guess, x -> A x + (f - A guess), composed in registers.\n";
-  body += "    Affine<K> steps = affine_identity<K>();\n";
-  body += fmt::format("    for (int64_t j = run.begin; {}j < run.end; ++j) {{\n", act);
-  body += fmt::format("      const int64_t t = {}, q = t * B + r;\n", stepAt("j"));
-  body += tangent(true, "      ") + stepMap("      ");
+  Writer w(1);
+  blockLoop(w, "chunks * groups");
+  w.line("// This thread's run of steps linearized at the guess, x -> A x + (f - A guess), composed in registers.");
+  w.line("Affine<K> steps = affine_identity<K>();");
+  openRun(w);
+  tangent(w, true);
+  stepMap(w);
   const Buffer &coef = p_.buffers[static_cast<size_t>(scan_.coefficients)];
-  body += fmt::format("      real *__restrict__ coefficients = ws.{} + {} + i;\n", coef.name, rowOffset(coef, 0, "q"));
-  body += storeMap("step", "coefficients", "      ");
-  body += "      steps = compose(step, steps);\n    }\n";
-  body += "    if (c + 1 < chunks) { // the last chunk's map is never needed\n";
-  body += "      const Affine<K> chunk = block_total<K, E>(steps);\n";
-  body += fmt::format("      if ({}threadIdx.x < E) {{ // time-lane 0 keeps the chunk's map\n", act);
-  body += fmt::format("        real *__restrict__ aggregate = ws.{} + (c * B + r) * {} + i;\n", agg.name, n_ * (k_ * k_ + k_));
-  body += storeMap("chunk", "aggregate", "        ") + "      }\n    }\n  }\n";
-  return finish(head, body);
+  w.line("real *__restrict__ coefficients = ws.{} + {} + i;", coef.name, rowOffset(coef, 0, "q"));
+  storeMap(w, "step", "coefficients");
+  w.line("steps = compose(step, steps);").close();
+  w.open("if (c + 1 < chunks) {{ // the last chunk's map is never needed");
+  w.line("const Affine<K> chunk = block_total<K, E>(steps);");
+  w.open("if ({}threadIdx.x < E) {{ // time-lane 0 keeps the chunk's map", act);
+  w.line("real *__restrict__ aggregate = ws.{} + (c * B + r) * {} + i;", agg.name, n_ * (k_ * k_ + k_));
+  storeMap(w, "chunk", "aggregate");
+  w.close().close().close();
+  return finish(head, w);
 }
 
 std::string CudaScanPrinter::solveKernel() {
-  const std::string act = n_ % elements_ ? "active && " : "";
   std::string head = header("solve", "the linear recurrence of the coefficients solved from each run's incoming state: the next guess",
                             kParams);
-  std::string body = blockLoop("chunks * groups", "  ");
-  body += "    Affine<K> steps = affine_identity<K>();\n";
-  body += fmt::format("    for (int64_t j = run.begin; {}j < run.end; ++j) {{\n", act);
-  body += fmt::format("      const int64_t t = {}, q = t * B + r;\n", stepAt("j"));
-  body += coefficientMap("      ") + "      steps = compose(step, steps);\n    }\n";
-  body += "    const Affine<K> before = block_scan<K, E>(steps);\n";
-  body += chunkStart("    ") + "    apply(before, s);\n";
-  body += fmt::format("    for (int64_t j = run.begin; {}j < run.end; ++j) {{\n", act);
-  body += fmt::format("      const int64_t t = {}, q = t * B + r;\n", stepAt("j"));
-  body += coefficientMap("      ") + "      apply(step, s);\n";
+  Writer w(1);
+  blockLoop(w, "chunks * groups");
+  w.line("Affine<K> steps = affine_identity<K>();");
+  openRun(w);
+  coefficientMap(w);
+  w.line("steps = compose(step, steps);").close();
+  w.line("const Affine<K> before = block_scan<K, E>(steps);");
+  chunkStart(w);
+  w.line("apply(before, s);");
+  openRun(w);
+  coefficientMap(w);
+  w.line("apply(step, s);");
   for (size_t p = 0; p < scan_.states.size(); ++p) {
     const Buffer &buf = p_.buffers[static_cast<size_t>(scan_.states[p])];
-    body += fmt::format("      real *__restrict__ {} = ws.{} + {};\n", rowPointer(scan_.states[p], 0), buf.name,
-                        rowOffset(buf, 0, "q"));
-    body += fmt::format("      {}[i] = s[{}];\n", rowPointer(scan_.states[p], 0), p);
+    w.line("real *__restrict__ {} = ws.{} + {};", rowPointer(scan_.states[p], 0), buf.name, rowOffset(buf, 0, "q"));
+    w.line("{}[i] = s[{}];", rowPointer(scan_.states[p], 0), p);
   }
-  body += "    }\n  }\n";
-  return finish(head, body);
+  w.close().close();
+  return finish(head, w);
 }
 
 std::string CudaScanPrinter::newtonStepsKernel() {
@@ -578,68 +578,71 @@ std::string CudaScanPrinter::newtonStepsKernel() {
                             "the loop's own steps from the guess at each run's start; how far each run's end lands from the "
                             "guess the next run starts from",
                             kParams);
-  std::string body = blockLoop("chunks * groups", "  ");
-  body += "    // The guess this run starts from, and the one the next run starts from (a chunk's first run starts\n"
-          "    // from the chunk's carry: the row before it is another block's).\n";
-  body += "    real s[K] = {}, next[K] = {};\n";
-  body += "    const bool compared = run.begin < run.end && (run.end < run.last || c + 1 < chunks);\n";
-  body += fmt::format("    if ({}run.begin < run.end) {{\n", act);
-  body += "      if (run.begin > run.first) {\n";
-  body += fmt::format("        const int64_t q = ({}) * B + r;\n", stepAt("run.begin - 1"));
-  body += stateRowsAt(0, "s", "        ");
+  Writer w(1);
+  blockLoop(w, "chunks * groups");
+  w.line("// The guess this run starts from, and the one the next run starts from (a chunk's first run starts");
+  w.line("// from the chunk's carry: the row before it is another block's).");
+  w.line("real s[K] = {{}}, next[K] = {{}};");
+  w.line("const bool compared = run.begin < run.end && (run.end < run.last || c + 1 < chunks);");
+  w.open("if ({}run.begin < run.end) {{", act);
+  w.open("if (run.begin > run.first) {{").line("const int64_t q = ({}) * B + r;", stepAt("run.begin - 1"));
+  stateRowsAt(w, 0, "s");
   if (carried) {
-    body += "      } else if (c > 0) {\n" + carryLoad("c", "s", "        ");
-    body += "      } else {\n" + initialStates("s", "        ") + "      }\n";
-  } else {
-    body += "      } else {\n" + initialStates("s", "        ") + "      }\n";
+    w.close("}} else if (c > 0) {{").indent();
+    carryLoad(w, "c", "s");
   }
-  body += "      if (run.end < run.last) {\n";
-  body += fmt::format("        const int64_t q = ({}) * B + r;\n", stepAt("run.end - 1"));
-  body += stateRowsAt(0, "next", "        ");
-  body += "      } else if (c + 1 < chunks) {\n";
-  body += carried ? carryLoad("c + 1", "next", "        ") : initialStates("next", "        ");
-  body += "      }\n    }\n";
-  body += "    __syncthreads(); // every run has read its guesses before any step overwrites them\n";
-  body += fmt::format("    for (int64_t j = run.begin; {}j < run.end; ++j) {{\n", act);
-  body += fmt::format("      const int64_t t = {}, q = t * B + r;\n", stepAt("j"));
-  body += exactStep("      ") + "    }\n";
-  body += "    real gap = real(0); // NaN counts as infinitely far\n";
-  body += fmt::format("    if ({}compared)\n", act);
-  body += "      for (int p = 0; p < K; ++p) {\n";
-  body += "        const real d = math::fabs(s[p] - next[p]) / (real(1) + math::fabs(s[p]));\n";
-  body += "        if (!(d <= gap)) gap = d == d ? d : real(INFINITY);\n      }\n";
-  body += "    gap = block_max(gap);\n";
-  body += fmt::format("    real *__restrict__ residual = ws.{}; // [0]: the largest gap, [1 + block]: each block's\n", agg.name);
-  body += "    if (threadIdx.x == 0) residual[1 + block] = gap;\n  }\n";
-  return finish(head, body);
+  w.close("}} else {{").indent();
+  initialStates(w, "s");
+  w.close();
+  w.open("if (run.end < run.last) {{").line("const int64_t q = ({}) * B + r;", stepAt("run.end - 1"));
+  stateRowsAt(w, 0, "next");
+  w.close("}} else if (c + 1 < chunks) {{").indent();
+  if (carried) carryLoad(w, "c + 1", "next");
+  else initialStates(w, "next");
+  w.close().close();
+  w.line("__syncthreads(); // every run has read its guesses before any step overwrites them");
+  openRun(w);
+  exactStep(w);
+  w.close();
+  w.line("real gap = real(0); // NaN counts as infinitely far");
+  w.line("if ({}compared)", act).indent().open("for (int p = 0; p < K; ++p) {{");
+  w.line("const real d = math::fabs(s[p] - next[p]) / (real(1) + math::fabs(s[p]));");
+  w.line("if (!(d <= gap)) gap = d == d ? d : real(INFINITY);").close().dedent();
+  w.line("gap = block_max(gap);");
+  w.line("real *__restrict__ residual = ws.{}; // [0]: the largest gap, [1 + block]: each block's", agg.name);
+  w.line("if (threadIdx.x == 0) residual[1 + block] = gap;").close();
+  return finish(head, w);
 }
 
 std::string CudaScanPrinter::residualKernel() {
   const Buffer &agg = p_.buffers[static_cast<size_t>(scan_.aggregates)];
   std::string head = header("residual", "the largest gap newton_" + std::to_string(stage_) + "_steps measured, one block", kParams);
-  std::string body = fmt::format("  real *__restrict__ residual = ws.{}; // [0]: the largest gap, [1 + block]: each block's\n", agg.name);
-  body += "  real top = real(0);\n";
-  body += fmt::format("  for (int64_t block = threadIdx.x; block < chunks * B * {}; block += blockDim.x)\n", groups_);
-  body += "    top = math::max(top, residual[1 + block]);\n";
-  body += "  top = block_max(top);\n  if (threadIdx.x == 0) residual[0] = top;\n";
-  return finish(head, body);
+  Writer w(1);
+  w.line("real *__restrict__ residual = ws.{}; // [0]: the largest gap, [1 + block]: each block's", agg.name);
+  w.line("real top = real(0);");
+  w.line("for (int64_t block = threadIdx.x; block < chunks * B * {}; block += blockDim.x)", groups_);
+  w.indent().line("top = math::max(top, residual[1 + block]);").dedent();
+  w.line("top = block_max(top);").line("if (threadIdx.x == 0) residual[0] = top;");
+  return finish(head, w);
 }
 
 std::string CudaScanPrinter::serialKernel() {
   const Buffer &agg = p_.buffers[static_cast<size_t>(scan_.aggregates)];
   std::string head = header("serial", "where Newton did not converge, the loop again: one thread per element, step by step", kParams);
-  std::string body = fmt::format("  const real *__restrict__ residual = ws.{};\n", agg.name);
-  body += "  if (residual[0] <= newton_tolerance()) return; // Newton's answer stands\n";
-  body += fmt::format("  constexpr int K = {};\n", k_);
-  body += fmt::format("  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < B * {}; e += int64_t(gridDim.x) * blockDim.x) {{\n",
-                      n_);
-  body += fmt::format("    const int64_t r = e / {}, i = e % {};\n", n_, n_);
-  body += "    real s[K];\n    {\n" + initialStates("s", "      ") + "    }\n";
-  body += "    // Unrolled, the steps' loads issue ahead of the dependent chain through the states.\n    #pragma unroll 4\n";
-  body += "    for (int64_t j = 0; j < T; ++j) {\n";
-  body += fmt::format("      const int64_t t = {}, q = t * B + r;\n", stepAt("j"));
-  body += exactStep("      ") + "    }\n  }\n";
-  return finish(head, body);
+  Writer w(1);
+  w.line("const real *__restrict__ residual = ws.{};", agg.name);
+  w.line("if (residual[0] <= newton_tolerance()) return; // Newton's answer stands");
+  w.line("constexpr int K = {};", k_);
+  openElements(w, "B * ");
+  w.line("const int64_t r = e / {}, i = e % {};", n_, n_);
+  w.line("real s[K];").open("{{");
+  initialStates(w, "s");
+  w.close();
+  w.line("// Unrolled, the steps' loads issue ahead of the dependent chain through the states.").line("#pragma unroll 4");
+  w.open("for (int64_t j = 0; j < T; ++j) {{").line("const int64_t t = {}, q = t * B + r;", stepAt("j"));
+  exactStep(w);
+  w.close().close();
+  return finish(head, w);
 }
 
 std::string CudaScanPrinter::kernels() {
@@ -667,15 +670,16 @@ std::string CudaScanPrinter::launchers(const std::function<int(const std::string
       {"guess", {fmt::format("(T * B * {} + 255) / 256", n_), "a thread per element of every step"}},
       {"residual", {"1", "one block"}},
   };
-  std::string out;
+  Writer w;
   for (const std::string &k : kernelNames(p_, stage_)) {
     const auto &[grid, what] = blocks.at(k.substr(k.rfind('_') + 1));
-    out += fmt::format("/// {}: the kernel, {}.\n", k, what);
-    out += fmt::format("int launch_{}(const Workspace &ws, const real *P, int64_t T, int64_t B, int64_t chunks, cudaStream_t s) {{\n", k);
-    out += fmt::format("  return launch(kernel_[{}], \"{}\", scan_grid({}), {}, s, ws, P, T, B, chunks) ? 0 : 1;\n}}\n\n",
-                       kernelIndex(k), k, grid, kScanThreads);
+    w.line("/// {}: the kernel, {}.", k, what);
+    w.open("int launch_{}(const Workspace &ws, const real *P, int64_t T, int64_t B, int64_t chunks, cudaStream_t s) {{", k);
+    w.line("return launch(kernel_[{}], \"{}\", scan_grid({}), {}, s, ws, P, T, B, chunks) ? 0 : 1;", kernelIndex(k), k, grid,
+           kScanThreads);
+    w.close().blank();
   }
-  return out;
+  return w.take();
 }
 
 std::string CudaScanPrinter::stageFunction() const {
@@ -704,47 +708,46 @@ std::string CudaScanPrinter::stageFunction() const {
     words = 2 * tl + exact;
     launches = 3;
   }
-  std::string out = fmt::format("/// Stage {}{}: a loop over time, t = {}, {} (docs/cuda.md).\n", stage_,
-                                s_.backward ? " (backward)" : "", s_.direction > 0 ? "0 .. T-1" : "T-1 .. 0",
-                                newton() ? "by Newton iterations of parallel scans" : "as a parallel scan");
-  out += fmt::format("int stage_{}(const Workspace &ws, const real *P, real *G, int64_t T, int64_t B, cudaStream_t s, "
-                     "cublasHandle_t blas) {{\n",
-                     stage_);
-  out += "  // The cost model's inputs: elements of a state; groups of elements and time-lanes per block; the\n"
-         "  // launches and reals per element-step of the loop step by step, then of the parallel passes.\n";
-  out += fmt::format("  constexpr ScanShape kShape = {{{}, {}, {}, {}, {}, {}, {}}};\n", n_, groups_, kScanThreads / elements_,
-                     s_.kernels.size(), stepWords, launches, words);
-  out += fmt::format("  const int64_t chunks = scan_chunks(T, B, kShape, {}, sizeof(real));\n", scan_.guarded ? "true" : "false");
-  out += fmt::format("  if (chunks < 1) {{ // the loop, step by step: {}\n",
-                     scan_.guarded ? "the cost model expects it to be faster, or RNNC_TIME_PARALLEL=off"
-                                   : "RNNC_TIME_PARALLEL=off, or no step");
-  out += s_.direction > 0 ? "    for (int64_t t = 0; t < T; ++t) {\n" : "    for (int64_t t = T - 1; t >= 0; --t) {\n";
-  for (int k : s_.kernels)
-    out += fmt::format("      if (launch_{}(ws, P, G, B, t * B, (t + 1) * B, s, blas)) return 1;\n", p_.kernels[static_cast<size_t>(k)].name);
-  out += "    }\n    return 0;\n  }\n";
+  Writer w;
+  w.line("/// Stage {}{}: a loop over time, t = {}, {} (docs/cuda.md).", stage_, s_.backward ? " (backward)" : "",
+         s_.direction > 0 ? "0 .. T-1" : "T-1 .. 0",
+         newton() ? "by Newton iterations of parallel scans" : "as a parallel scan");
+  w.open("int stage_{}(const Workspace &ws, const real *P, real *G, int64_t T, int64_t B, cudaStream_t s, "
+         "cublasHandle_t blas) {{",
+         stage_);
+  w.line("// The cost model's inputs: elements of a state; groups of elements and time-lanes per block; the");
+  w.line("// launches and reals per element-step of the loop step by step, then of the parallel passes.");
+  w.line("constexpr ScanShape kShape = {{{}, {}, {}, {}, {}, {}, {}}};", n_, groups_, kScanThreads / elements_,
+         s_.kernels.size(), stepWords, launches, words);
+  w.line("const int64_t chunks = scan_chunks(T, B, kShape, {}, sizeof(real));", scan_.guarded);
+  w.open("if (chunks < 1) {{ // the loop, step by step: {}",
+         scan_.guarded ? "the cost model expects it to be faster, or RNNC_TIME_PARALLEL=off"
+                       : "RNNC_TIME_PARALLEL=off, or no step");
+  stageLaunches(w, p_, s_, [](const KernelIR &k, const std::string &rows) {
+    return fmt::format("if (launch_{}(ws, P, G, B, {}, s, blas)) return 1;", k.name, rows);
+  });
+  w.line("return 0;").close();
   auto call = [&](const char *pass) { return fmt::format("launch_{}(ws, P, T, B, chunks, s)", name(pass)); };
   if (newton()) {
-    out += fmt::format("  if ({}) return 1;\n", call("guess"));
-    out += fmt::format("  for (int iteration = 0; iteration < {}; ++iteration) {{\n", scan_.iterations);
-    out += fmt::format("    if ({}) return 1;\n", call("linearize"));
-    out += fmt::format("    if (chunks > 1 && {}) return 1;\n", call("carries"));
-    out += fmt::format("    if ({}) return 1;\n  }}\n", call("solve"));
-    out += fmt::format("  if ({}) return 1;\n", call("steps"));
-    out += fmt::format("  if ({}) return 1;\n", call("residual"));
-    out += fmt::format("  if ({}) return 1; // only where Newton did not converge\n", call("serial"));
+    w.line("if ({}) return 1;", call("guess"));
+    w.open("for (int iteration = 0; iteration < {}; ++iteration) {{", scan_.iterations);
+    w.line("if ({}) return 1;", call("linearize"));
+    w.line("if (chunks > 1 && {}) return 1;", call("carries"));
+    w.line("if ({}) return 1;", call("solve")).close();
+    w.line("if ({}) return 1;", call("steps"));
+    w.line("if ({}) return 1;", call("residual"));
+    w.line("if ({}) return 1; // only where Newton did not converge", call("serial"));
     const Buffer &agg = p_.buffers[static_cast<size_t>(scan_.aggregates)];
-    out += "  // RNNC_SCAN_REPORT: whether Newton's answer stood (a copy back, so not inside a captured graph).\n";
-    int ordinal = 0; // as the CPU names it: the stage's number among forward's or backward's
-    for (int at = 0; at <= stage_; ++at) ordinal += p_.stages[static_cast<size_t>(at)].backward == s_.backward;
-    out += fmt::format("  if (!kCudaGraphs && newton_report(\"{} stage {}\", {}, ws.{}, s)) return 1;\n",
-                       s_.backward ? "backward" : "forward", ordinal, scan_.iterations, agg.name);
+    w.line("// RNNC_SCAN_REPORT: whether Newton's answer stood (a copy back, so not inside a captured graph).");
+    w.line("if (!kCudaGraphs && newton_report(\"{} stage {}\", {}, ws.{}, s)) return 1;", s_.backward ? "backward" : "forward",
+           stageOrdinal(p_, stage_), scan_.iterations, agg.name);
   } else {
-    out += "  if (chunks > 1) {\n";
-    out += fmt::format("    if ({}) return 1;\n", call("chunks"));
-    out += fmt::format("    if ({}) return 1;\n  }}\n", call("carries"));
-    out += fmt::format("  if ({}) return 1;\n", call("steps"));
+    w.open("if (chunks > 1) {{");
+    w.line("if ({}) return 1;", call("chunks"));
+    w.line("if ({}) return 1;", call("carries")).close();
+    w.line("if ({}) return 1;", call("steps"));
   }
-  return out + "  return 0;\n}\n";
+  return w.line("return 0;").close().take();
 }
 
 } // namespace rnnc::codegen

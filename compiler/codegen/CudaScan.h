@@ -7,6 +7,7 @@
 #pragma once
 
 #include "codegen/CudaPrinter.h"
+#include "codegen/Writer.h"
 
 #include <functional>
 #include <string>
@@ -43,17 +44,19 @@ private:
   std::string name(const char *pass) const; // "scan_2_steps", "newton_1_solve"
   std::string stepAt(const std::string &j) const;
   std::string header(const char *pass, const std::string &what, const std::string &params);
-  std::string blockLoop(const std::string &blocks, const std::string &indent) const;
-  std::string initialStates(const std::string &target, const std::string &indent) const;
-  std::string carryLoad(const std::string &c, const std::string &target, const std::string &indent) const;
-  std::string chunkStart(const std::string &indent) const;
-  std::string stateRowsAt(int32_t delay, const std::string &target, const std::string &indent) const;
-  std::string rowPointers(const Sweep &s, bool stores, const std::string &indent) const;
-  std::string tangent(bool atGuess, const std::string &indent);
-  std::string exactStep(const std::string &indent);
-  std::string stepMap(const std::string &indent) const;
-  std::string coefficientMap(const std::string &indent) const;
-  std::string storeMap(const std::string &map, const std::string &base, const std::string &indent) const;
+  void blockLoop(Writer &w, const std::string &blocks) const;
+  void initialStates(Writer &w, const std::string &target) const;
+  void carryLoad(Writer &w, const std::string &c, const std::string &target) const;
+  void chunkStart(Writer &w) const;
+  void stateRowsAt(Writer &w, int32_t delay, const std::string &target) const;
+  void rowPointers(Writer &w, const Sweep &s, bool stores) const;
+  void tangent(Writer &w, bool atGuess);
+  void exactStep(Writer &w);
+  void stepMap(Writer &w) const;
+  void coefficientMap(Writer &w) const;
+  void storeMap(Writer &w, const std::string &map, const std::string &base) const;
+  void openRun(Writer &w) const;
+  void openElements(Writer &w, const char *count) const;
 
   std::string chunksKernel();
   std::string carriesKernel();

@@ -15,7 +15,6 @@
 
 #include "codegen/ScanIR.h"
 
-#include "interp/Interpreter.h"
 #include "support/Crash.h"
 
 #include <algorithm>

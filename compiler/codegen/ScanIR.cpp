@@ -121,4 +121,28 @@ bool buildScanIR(Program &p, int stageIndex, LoopPlan plan, bool guarded, int it
   return true;
 }
 
+std::string scanName(const StageIR &s, int stage) {
+  return fmt::format("{}_{}", s.scan.plan == LoopPlan::Newton ? "newton" : "scan", stage);
+}
+
+std::string stepAt(int direction, const std::string &j) {
+  if (direction > 0) return j;
+  if (j == "0") return "T - 1";
+  return fmt::format(j.find(' ') == std::string::npos ? "T - 1 - {}" : "T - 1 - ({})", j);
+}
+
+int stageOrdinal(const Program &p, int stage) {
+  int ordinal = 0;
+  for (int at = 0; at <= stage; ++at)
+    ordinal += p.stages[static_cast<size_t>(at)].backward == p.stages[static_cast<size_t>(stage)].backward;
+  return ordinal;
+}
+
+KernelIR loopEquations(const Program &p, const StageIR &s) {
+  KernelIR all;
+  for (int k : s.kernels)
+    for (const SourceRange &r : p.kernels[static_cast<size_t>(k)].equations) all.equations.push_back(r);
+  return all;
+}
+
 } // namespace rnnc::codegen

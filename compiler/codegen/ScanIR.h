@@ -17,4 +17,18 @@ namespace rnnc::codegen {
 bool buildScanIR(Program &p, int stage, LoopPlan plan, bool guarded, int iterations, const ScanScratch &scratch,
                  std::string &why);
 
+// What both printers of a loop run in parallel over time (CppScan, CudaScan) spell alike.
+
+/// The name of stage `stage`'s parallel loop, "scan_2" or "newton_3": the
+/// C++ function; CUDA's kernels append their pass ("scan_2_chunks").
+std::string scanName(const StageIR &s, int stage);
+/// The step at loop position `j` of a loop in `direction`: "j", or
+/// "T - 1 - j" ("T - 1 - (run.end - 1)") backward.
+std::string stepAt(int direction, const std::string &j);
+/// Stage `stage`'s number among forward's or backward's ("// Stage N").
+int stageOrdinal(const Program &p, int stage);
+/// The equations of the loop's kernels, in order, as one KernelIR's (for
+/// the comment that names them).
+KernelIR loopEquations(const Program &p, const StageIR &s);
+
 } // namespace rnnc::codegen

@@ -32,7 +32,7 @@ bool cudaDeviceAvailable(std::string &why) {
 
 std::optional<codegen::Target> resolveDevice(const std::string &asked) {
   std::string why;
-  if (asked == "cpu") return codegen::Target::Cpu;
+  if (codegen::parseTarget(asked) == codegen::Target::Cpu) return codegen::Target::Cpu;
   if (cudaDeviceAvailable(why)) return codegen::Target::Cuda;
   if (asked == "auto") return codegen::Target::Cpu;
   fmt::print(stderr, "rnnc: error: --device cuda: no CUDA device: {}; --device cpu runs the generated C++\n", why);

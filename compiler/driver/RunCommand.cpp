@@ -56,7 +56,7 @@ public:
       auto device = resolveDevice(device_);
       if (!device) return 1;
       ro_.device = *device;
-    } else if (device_ == "cuda") {
+    } else if (codegen::parseTarget(device_) == codegen::Target::Cuda) {
       fmt::print(stderr, "rnnc: error: --engine interp runs on the CPU; --device cuda goes with the compiled engine\n");
       return 1;
     }

@@ -17,17 +17,6 @@
 
 namespace rnnc {
 
-std::map<std::string, int64_t> stateDepths(const Graph &g) {
-  std::map<std::string, int64_t> depths;
-  std::map<NodeId, std::string> names;
-  for (const auto &[name, id] : g.states()) names[id] = name;
-  for (const Node &n : g.nodes)
-    if (!n.dead && !n.backward)
-      for (const Edge &e : n.inputs)
-        if (e.delay > 0) depths[names.at(e.src)] = std::max<int64_t>(depths[names.at(e.src)], e.delay);
-  return depths;
-}
-
 namespace {
 
 /// Values held per step and sequence: an index is one integer, whatever its range.

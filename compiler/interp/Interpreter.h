@@ -36,9 +36,6 @@ struct InterpResult {
   std::map<std::string, std::vector<double>> stateGrads;  // [k][B][w]: the initial state's
 };
 
-/// How many steps before the first each state needs (its largest read delay).
-std::map<std::string, int64_t> stateDepths(const Graph &g);
-
 InterpResult interpret(const Graph &g, const InterpInputs &in);
 
 /// The bytes `interpret` holds for T steps of B sequences: every live value at

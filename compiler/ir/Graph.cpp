@@ -1,5 +1,7 @@
 #include "ir/Graph.h"
 
+#include <algorithm>
+
 namespace rnnc {
 
 const char *opMnemonic(Op op) {
@@ -52,6 +54,17 @@ std::vector<std::vector<std::pair<NodeId, size_t>>> Graph::users() const {
     for (size_t i = 0; i < nodes[id].inputs.size(); ++i) users[nodes[id].inputs[i].src].push_back({id, i});
   }
   return users;
+}
+
+std::map<std::string, int64_t> stateDepths(const Graph &g) {
+  std::map<std::string, int64_t> depths;
+  std::map<NodeId, std::string> names;
+  for (const auto &[name, id] : g.states()) names[id] = name;
+  for (const Node &n : g.nodes)
+    if (!n.dead && !n.backward)
+      for (const Edge &e : n.inputs)
+        if (e.delay > 0) depths[names.at(e.src)] = std::max<int64_t>(depths[names.at(e.src)], e.delay);
+  return depths;
 }
 
 } // namespace rnnc

@@ -8,6 +8,7 @@
 #include "support/SourceManager.h"
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -114,5 +115,8 @@ public:
   /// Users of each node (live nodes only), with the input position.
   std::vector<std::vector<std::pair<NodeId, size_t>>> users() const;
 };
+
+/// How many steps before the first each state needs (its largest read delay).
+std::map<std::string, int64_t> stateDepths(const Graph &g);
 
 } // namespace rnnc

@@ -35,7 +35,6 @@
 //    param), and the figures.
 #include "passes/PlanMemory.h"
 
-#include "interp/Interpreter.h"
 #include "passes/FusePointwise.h"
 
 #include <algorithm>
