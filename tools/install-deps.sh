@@ -14,8 +14,12 @@ packages=(
 
 bash "$(dirname "$0")/apt-install.sh" install-deps "${packages[@]}"
 
-# numpy for the numeric tests' independent references (PyPI; the only Python package).
-if ! python3 -c "import numpy" 2>/dev/null; then
-  echo "install-deps: installing numpy"
-  python3 -m pip install --quiet numpy
-fi
+# From PyPI: numpy for the numeric tests' independent references; torch and
+# pytest for the Python package (python/, docs/torch.md) and its tests. torch
+# is large (about 6 GB with its CUDA libraries, 2 to 3 minutes here): once.
+for module in numpy torch pytest; do
+  if ! python3 -c "import $module" 2>/dev/null; then
+    echo "install-deps: installing $module"
+    python3 -m pip install --quiet "$module"
+  fi
+done

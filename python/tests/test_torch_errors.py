@@ -1,0 +1,86 @@
+"""Bad input raises a Python exception that says what and where; nothing crashes."""
+import os
+
+import pytest
+import torch
+
+import rnnc
+from conftest import sample
+
+
+@pytest.fixture(scope="module")
+def lstm():
+    return rnnc.load(sample("lstm.rnn"), I=3, H=4)
+
+
+def test_wrong_dtype(lstm):
+    with pytest.raises(TypeError, match="input 'x' is torch.float64; this LSTM computes in torch.float32"):
+        lstm(torch.randn(2, 1, 3, dtype=torch.float64))
+
+
+def test_wrong_rank_and_width(lstm):
+    with pytest.raises(ValueError, match=r"input 'x' must be \[T, B, 3\], not \[2, 3\]"):
+        lstm(torch.randn(2, 3))
+    with pytest.raises(ValueError, match="input 'x' has width 5, not 3"):
+        lstm(torch.randn(2, 1, 5))
+
+
+def test_wrong_state(lstm):
+    with pytest.raises(ValueError, match=r"state 'h' must be \[1, 2, 4\]"):
+        lstm(torch.randn(2, 2, 3), state={"h": torch.zeros(1, 3, 4)})
+    with pytest.raises(KeyError, match="has no state 'z'"):
+        lstm(torch.randn(2, 2, 3), state={"z": torch.zeros(1, 2, 4)})
+
+
+def test_wrong_count(lstm):
+    with pytest.raises(TypeError, match=r"LSTM takes 1 inputs \(x\), not 2"):
+        lstm(torch.randn(2, 1, 3), torch.randn(2, 1, 3))
+
+
+def test_index_out_of_range():
+    m = rnnc.load(sample("charlm.rnn"))
+    vocab = m.param("emb").shape[0]
+    tok = torch.full((3, 2), vocab, dtype=torch.int64)
+    with pytest.raises(IndexError, match=f"input 'tok': an index out of \\[0, {vocab}\\)"):
+        m(tok, torch.zeros(3, 2, dtype=torch.int64))
+
+
+def test_cell_with_errors_carries_the_diagnostic(tmp_path):
+    bad = tmp_path / "bad.rnn"
+    bad.write_text("cell C(I = 2, H = 3) {\n  input x: [I]\n  state h: [H]\n  h = tanh(W * x + undefined_thing)\n}\n")
+    with pytest.raises(rnnc.CompileError, match=r"bad\.rnn:\d+:\d+: error"):
+        rnnc.load(str(bad))
+
+
+def test_missing_compiler(monkeypatch):
+    monkeypatch.setenv("RNNC", "/nonexistent/rnnc")
+    with pytest.raises(FileNotFoundError, match=r"\$RNNC is '/nonexistent/rnnc'"):
+        rnnc.load(sample("lstm.rnn"), I=3, H=4)
+
+
+def test_missing_file():
+    with pytest.raises(FileNotFoundError, match="no such .rnn file"):
+        rnnc.load(os.path.join("nowhere", "cell.rnn"))
+
+
+def test_unsupported_device_and_dtype():
+    with pytest.raises(NotImplementedError, match="device cuda"):
+        rnnc.load(sample("lstm.rnn"), device="cuda", I=3, H=4)
+    with pytest.raises(TypeError, match="float16"):
+        rnnc.load(sample("lstm.rnn"), dtype=torch.float16, I=3, H=4)
+
+
+def test_final_state_gradient_not_an_output_says_so(lstm):
+    x = torch.randn(2, 1, 3, requires_grad=True)
+    _, final = lstm(x)
+    with pytest.raises(NotImplementedError, match="final state 'c'"):
+        final["c"].sum().backward()
+
+
+def test_double_backward_says_so():
+    m = rnnc.load(sample("lstm.rnn"), I=3, H=4, dtype=torch.float64)
+    x = torch.randn(2, 1, 3, dtype=torch.float64, requires_grad=True)
+    y, _ = m(x)
+    g, = torch.autograd.grad(y.sum(), x, create_graph=True)
+    with pytest.raises(RuntimeError, match="double backward"):
+        g.sum().backward()

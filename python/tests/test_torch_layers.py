@@ -1,0 +1,167 @@
+"""from_torch layers equal nn.LSTM and nn.GRU (outputs, final states, every
+gradient); gradcheck on cells torch lacks and on a model with two inputs and
+a loss; torch.compile equals eager; parameters are named, initialized and
+saved as rnnc names, initializes and saves them."""
+import io
+import json
+import struct
+import subprocess
+
+import pytest
+import torch
+
+import rnnc
+from conftest import sample
+
+TOL = {torch.float32: 1e-5, torch.float64: 1e-10}
+
+
+def rel(a, b):
+    return ((a - b).abs().max() / b.abs().max().clamp_min(1e-30)).item()
+
+
+@pytest.mark.parametrize("kind", [torch.nn.LSTM, torch.nn.GRU])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("T,B", [(1, 1), (7, 3)])
+@pytest.mark.parametrize("with_state", [False, True])
+def test_from_torch_equals_torch(kind, dtype, T, B, with_state):
+    torch.manual_seed(T * 10 + B)
+    ref = kind(5, 6).to(dtype)
+    ours = rnnc.from_torch(ref)
+    x = torch.randn(T, B, 5, dtype=dtype, requires_grad=True)
+    h0 = torch.randn(1, B, 6, dtype=dtype, requires_grad=True)
+    c0 = torch.randn(1, B, 6, dtype=dtype, requires_grad=True)
+    lstm = kind is torch.nn.LSTM
+    if with_state:
+        y_ref, st = ref(x, (h0, c0) if lstm else h0)
+        y, final = ours(x, state={"h": h0, "c": c0} if lstm else {"h": h0})
+    else:
+        y_ref, st = ref(x)
+        y, final = ours(x)
+    h_ref = st[0] if lstm else st
+    assert rel(y, y_ref) <= TOL[dtype]
+    assert rel(final["h"], h_ref) <= TOL[dtype]
+    if lstm:
+        assert rel(final["c"], st[1]) <= TOL[dtype]
+    # The objective reads the outputs and h_n (an output's last step).
+    g = torch.randn_like(y_ref)
+    wrt_ref = [x] + list(ref.parameters()) + ([h0] + ([c0] if lstm else []) if with_state else [])
+    wrt = [x] + [ours.param(n) for n in ("W_ih", "W_hh", "b_ih", "b_hh")] + (
+        [h0] + ([c0] if lstm else []) if with_state else [])
+    grads_ref = torch.autograd.grad((y_ref * g).sum() + h_ref.sum(), wrt_ref)
+    grads = torch.autograd.grad((y * g).sum() + final["h"].sum(), wrt)
+    for a, b in zip(grads, grads_ref):
+        assert rel(a, b) <= TOL[dtype] * 10
+
+
+@pytest.mark.parametrize("name", ["lstm.rnn", "peephole_lstm.rnn", "indrnn.rnn", "mingru.rnn"])
+def test_gradcheck(name):
+    torch.manual_seed(1)
+    m = rnnc.load(sample(name), dtype=torch.float64, I=3, H=4, seed=2)
+    x = torch.randn(4, 2, 3, dtype=torch.float64, requires_grad=True)
+    h0 = torch.randn(1, 2, 4, dtype=torch.float64, requires_grad=True)
+    params = [p for _, p in m.named_parameters()]
+
+    def f(x, h0, *params):
+        out, _ = m(x, state={"h": h0})
+        return out if isinstance(out, torch.Tensor) else out[0]
+
+    assert torch.autograd.gradcheck(f, (x, h0, *params))
+
+
+def test_gradcheck_two_inputs_and_a_loss():
+    torch.manual_seed(2)
+    m = rnnc.load(sample("adding.rnn"), dtype=torch.float64, H=4, seed=3)
+    assert m.inputs == ["x", "y"]
+    x = torch.randn(5, 2, 2, dtype=torch.float64, requires_grad=True)
+    y = torch.randn(5, 2, 1, dtype=torch.float64, requires_grad=True)
+    params = [p for _, p in m.named_parameters()]
+
+    def f(x, y, *params):
+        outs, _ = m(x, y)
+        return outs[-1]  # the loss, last
+
+    assert torch.autograd.gradcheck(f, (x, y, *params))
+    # Its objective is the loss: a gradient reaching its output 'pred' says so.
+    with pytest.raises(NotImplementedError, match="output 'pred' of AddingIndRNN has a gradient"):
+        outs, _ = m(x, y)
+        (outs[0].sum() + outs[1]).backward()
+
+
+def test_torch_compile_equals_eager():
+    torch.manual_seed(3)
+    m = rnnc.load(sample("mingru.rnn"), dtype=torch.float64, I=3, H=4)
+    x = torch.randn(6, 2, 3, dtype=torch.float64, requires_grad=True)
+
+    def f(x):
+        y, _ = m(x)
+        return (y * y).sum()
+
+    compiled = torch.compile(f, fullgraph=True)
+    assert torch.equal(f(x), compiled(x))
+    g_eager = torch.autograd.grad(f(x), [x] + list(m.parameters()))
+    g_compiled = torch.autograd.grad(compiled(x), [x] + list(m.parameters()))
+    for a, b in zip(g_eager, g_compiled):
+        assert torch.equal(a, b)
+
+
+def read_safetensors(path):
+    data = open(path, "rb").read()
+    n = struct.unpack("<Q", data[:8])[0]
+    header = json.loads(data[8:8 + n])
+    return {k: torch.frombuffer(bytearray(data[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]]),
+                                dtype=torch.float32).reshape(v["shape"])
+            for k, v in header.items() if k != "__metadata__"}
+
+
+def test_params_named_and_initialized_as_rnnc_init(tmp_path):
+    m = rnnc.load(sample("charlm.rnn"), seed=7)
+    names = [n for n, _ in m.named_parameters()]
+    assert "h1.W_hh" in names and "emb" in names
+    assert list(m.state_dict()) == names
+    out = tmp_path / "p.safetensors"
+    subprocess.run([rnnc.find_rnnc(), "init", sample("charlm.rnn"), "--seed", "7", "-o", str(out)], check=True)
+    for name, value in read_safetensors(out).items():
+        assert torch.equal(m.param(name), value), name
+
+
+def test_state_dict_save_load_and_dtype_change():
+    torch.manual_seed(4)
+    a = rnnc.load(sample("lstm.rnn"), I=3, H=4, seed=1)
+    b = rnnc.load(sample("lstm.rnn"), I=3, H=4, seed=2)
+    buf = io.BytesIO()
+    torch.save(a.state_dict(), buf)
+    buf.seek(0)
+    b.load_state_dict(torch.load(buf))
+    x = torch.randn(3, 2, 3)
+    assert torch.equal(a(x)[0], b(x)[0])
+    b.double()  # loads the f64 build
+    assert rel(b(x.double())[0], a(x)[0].double()) <= 1e-6
+
+
+def test_no_grad_and_batch_first():
+    m = rnnc.load(sample("lstm.rnn"), I=3, H=4)
+    x = torch.randn(2, 5, 3)
+    with torch.no_grad():
+        y, _ = m(x, batch_first=True)
+    assert y.shape == (2, 5, 4) and not y.requires_grad
+    assert torch.equal(y, m(x.transpose(0, 1))[0].transpose(0, 1).detach())
+
+
+def test_packaged_cells_are_the_samples():
+    import os
+    from rnnc.torch import CELLS
+    for name in ("lstm.rnn", "gru.rnn"):
+        assert open(os.path.join(CELLS, name)).read() == open(sample(name)).read(), name
+
+
+def test_loss_weight():
+    torch.manual_seed(5)
+    m = rnnc.load(sample("adding.rnn"), dtype=torch.float64, H=4)
+    x = torch.randn(5, 2, 2, dtype=torch.float64)
+    y = torch.randn(5, 2, 1, dtype=torch.float64)
+    params = list(m.parameters())
+    g1 = torch.autograd.grad(m(x, y)[0][-1], params)
+    g2 = torch.autograd.grad(0.5 * m(x, y)[0][-1], params)
+    for a, b in zip(g1, g2):
+        assert torch.allclose(0.5 * a, b, rtol=1e-14, atol=0)
