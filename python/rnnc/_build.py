@@ -168,7 +168,11 @@ def build_library(manifest, files, dtype_bytes):
                     shutil.rmtree(tmp, ignore_errors=True)
     if not os.path.isfile(lib):
         raise RuntimeError(f"the cache entry {entry} has no {os.path.basename(lib)}: remove it and try again")
-    return _abi.Library(lib, manifest["symbol"])
+    try:
+        return _abi.Library(lib, manifest["symbol"])
+    except OSError as e:
+        raise RuntimeError(f"cannot load the cached library {lib} ({e}): the cache entry is damaged; "
+                           f"remove {entry} and it is built again") from None
 
 
 def init_params(source_path, dims, entity, seed, out_dir):

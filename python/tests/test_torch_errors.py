@@ -84,3 +84,21 @@ def test_double_backward_says_so():
     g, = torch.autograd.grad(y.sum(), x, create_graph=True)
     with pytest.raises(RuntimeError, match="double backward"):
         g.sum().backward()
+
+
+def test_damaged_cache_entry_says_where():
+    import subprocess
+    import sys
+    cache = os.environ["RNNC_CACHE"]
+    load = f"import rnnc; rnnc.load({sample('elman.rnn')!r}, I=2, H=3)"
+    env = {**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(rnnc.__file__))}
+    subprocess.run([sys.executable, "-c", load], env=env, check=True)
+    libs = [os.path.join(root, f) for root, _, files in os.walk(cache) for f in files if f == "libElman.so"]
+    assert libs
+    for lib in libs:
+        with open(lib, "wb") as f:
+            f.write(b"not a library")
+    # A fresh process: this one's dlopen would hand back a library it already holds.
+    r = subprocess.run([sys.executable, "-c", load], env=env, capture_output=True, text=True)
+    assert r.returncode == 1
+    assert "the cache entry is damaged; remove" in r.stderr and "/py-" in r.stderr, r.stderr[-2000:]
