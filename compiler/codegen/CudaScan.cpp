@@ -274,6 +274,16 @@ void CudaScanPrinter::blockLoop(Writer &w, const std::string &blocks) const {
   w.line("const ScanRun run = scan_run(c, T, chunks, threadIdx.x / E, kScanThreads / E);");
 }
 
+/// One thread per element of each sequence (r, i), its states `s[K]` set to
+/// those before the loop's first step (the carries and serial kernels).
+void CudaScanPrinter::openSequenceStates(Writer &w) const {
+  openElements(w, "B * ");
+  w.line("const int64_t r = e / {}, i = e % {};", n_, n_);
+  w.line("real s[K];").open("{{");
+  initialStates(w, "s");
+  w.close();
+}
+
 /// `target[p] = ` each state before the loop's first step, for sequence r.
 void CudaScanPrinter::initialStates(Writer &w, const std::string &target) const {
   w.line("const int64_t q = {};", s_.direction > 0 ? "r" : "(T - 1) * B + r");
@@ -458,11 +468,7 @@ std::string CudaScanPrinter::carriesKernel() {
   std::string head = header("carries", "the state before each chunk: the one before the loop, then each chunk's map in turn", kParams);
   Writer w(1);
   w.line("constexpr int K = {};", k_);
-  openElements(w, "B * ");
-  w.line("const int64_t r = e / {}, i = e % {};", n_, n_);
-  w.line("real s[K];").open("{{");
-  initialStates(w, "s");
-  w.close();
+  openSequenceStates(w);
   w.line("// Unrolled, the chunks' maps load ahead of the dependent chain through them.").line("#pragma unroll 4");
   w.open("for (int64_t c = 1; c < chunks; ++c) {{");
   w.line("const real *__restrict__ aggregate = ws.{} + ((c - 1) * B + r) * {} + i;", agg.name, n_ * (k_ * k_ + k_));
@@ -633,11 +639,7 @@ std::string CudaScanPrinter::serialKernel() {
   w.line("const real *__restrict__ residual = ws.{};", agg.name);
   w.line("if (residual[0] <= newton_tolerance()) return; // Newton's answer stands");
   w.line("constexpr int K = {};", k_);
-  openElements(w, "B * ");
-  w.line("const int64_t r = e / {}, i = e % {};", n_, n_);
-  w.line("real s[K];").open("{{");
-  initialStates(w, "s");
-  w.close();
+  openSequenceStates(w);
   w.line("// Unrolled, the steps' loads issue ahead of the dependent chain through the states.").line("#pragma unroll 4");
   w.open("for (int64_t j = 0; j < T; ++j) {{").line("const int64_t t = {}, q = t * B + r;", stepAt("j"));
   exactStep(w);

@@ -57,6 +57,7 @@ private:
   void storeMap(Writer &w, const std::string &map, const std::string &base) const;
   void openRun(Writer &w) const;
   void openElements(Writer &w, const char *count) const;
+  void openSequenceStates(Writer &w) const;
 
   std::string chunksKernel();
   std::string carriesKernel();
