@@ -19,7 +19,7 @@
 extern "C" {
 #endif
 
-#define RNNC_ABI_VERSION 2
+#define RNNC_ABI_VERSION 3
 
 /* Where a model's arrays live (rnnc_model.device). */
 #define RNNC_DEVICE_CPU 0
@@ -65,46 +65,69 @@ typedef struct rnnc_model {
   const rnnc_tensor *seeds;
   int32_t n_input_grads;
   const rnnc_tensor *input_grads;
+  /* 1: backward reads state_seeds, dL/d(final state) (bundles compile them;
+   * `rnnc train` compiles params-only gradients, which do not). */
+  int32_t has_state_seeds;
+  /* 0: a forward-only build (`rnnc compile --forward-only`): its workspace
+   * keeps nothing for backward, and backward fails. */
+  int32_t has_backward;
 
   /* Bytes of workspace for T steps of B sequences (0: too large). */
   int64_t (*workspace_bytes)(int64_t T, int64_t B);
 
-  /* Runs T steps of B sequences. inputs[k] is [T][B][w] real or [T][B] int32;
-   * states[k] is [depth][B][w] or NULL for zeros (states may be NULL). Keeps
-   * in `ws` what outputs, final states, the loss and backward read. Returns 0,
-   * or 1 with the reason in last_error (an index out of range). */
+  /* Runs T steps of B sequences on `stream` (see below). inputs[k] is
+   * [T][B][w] real or [T][B] int32; states[k] is [depth][B][w] or NULL for
+   * zeros (states may be NULL). Keeps in `ws` what backward reads. Where not
+   * NULL, writes output k to outputs[k] ([T][B][w]), state k's last `depth`
+   * steps to final_states[k] ([depth][B][w]) and the loss (one real: the mean
+   * over steps and sequences) to *loss. Returns 0, or 1 with the reason in
+   * last_error (an index out of range, a failed CUDA call). */
   int (*forward)(void *ws, int64_t T, int64_t B, const void *params, const void *const *inputs,
-                 const void *const *states);
+                 const void *const *states, void *const *outputs, void *const *final_states, void *loss,
+                 void *stream);
 
   /* After forward on the same workspace: the gradient of the objective
    * (the loss, a mean over steps and sequences, plus sum <y, dy> over the
-   * seeded outputs; seeds[k] may be NULL for zero). Writes param_grads (flat,
-   * overwritten), and input_grads[k] / state_grads[k] where not NULL
-   * ([T][B][w] and [depth][B][w]). Returns 0. */
+   * seeded outputs, plus <s_final, ds> over the seeded final states).
+   * seeds[k] ([T][B][w]) and state_seeds[k] ([depth][B][w], indexed as
+   * `states`) may be NULL for zero, and so may either array. Writes
+   * param_grads (flat, overwritten), and input_grads[k] / state_grads[k]
+   * where not NULL ([T][B][w] and [depth][B][w], the initial states').
+   * Overwrites the backward part of `ws`, so a second backward needs a
+   * second forward (or a copy of ws made before the first). Returns 0, or 1
+   * with the reason in last_error. */
   int (*backward)(void *ws, int64_t T, int64_t B, const void *params, const void *const *seeds,
-                  void *param_grads, void *const *input_grads, void *const *state_grads);
+                  const void *const *state_seeds, void *param_grads, void *const *input_grads,
+                  void *const *state_grads, void *stream);
 
-  /* Results of the last forward: output k [T][B][w], state k's last `depth`
-   * steps [depth][B][w], the loss (mean over steps and sequences; 0 without). */
-  void (*read_output)(const void *ws, int64_t T, int64_t B, int32_t k, void *out);
-  void (*read_final_state)(const void *ws, int64_t T, int64_t B, int32_t k, void *out);
-  double (*read_loss)(const void *ws, int64_t T, int64_t B);
+  /* Results of the last forward, for callers that did not ask forward for
+   * them: output k [T][B][w], state k's last `depth` steps [depth][B][w],
+   * the loss (mean over steps and sequences; 0 without; waits for `stream`). */
+  void (*read_output)(const void *ws, int64_t T, int64_t B, int32_t k, void *out, void *stream);
+  void (*read_final_state)(const void *ws, int64_t T, int64_t B, int32_t k, void *out, void *stream);
+  double (*read_loss)(const void *ws, int64_t T, int64_t B, void *stream);
 
   /* The reason the last call failed, in this thread. */
   const char *(*last_error)(void);
 
-  /* RNNC_DEVICE_CPU: every pointer above is host memory and the calls
-   * return when done. RNNC_DEVICE_CUDA: ws, params, inputs, states, seeds,
-   * gradients and the `out` of the readers are device memory, 16-byte
- * aligned (as cudaMalloc returns it); forward and
-   * backward queue their work on the model's stream (a blocking stream, so a
-   * later cudaMemcpy on the legacy default stream waits for it); synchronize waits
-   * for it; read_loss waits too. A CUDA model's streams are shared by all its
- * workspaces: call it from one thread at a time. The device_* calls give CUDA memory for
-   * such a model (null on the CPU): alloc returns null on failure, copy
-   * (RNNC_COPY_*) returns 0 or 1 with the reason in last_error. */
+  /* RNNC_DEVICE_CPU: every pointer above is host memory, `stream` is
+   * ignored and the calls return when done.
+   * RNNC_DEVICE_CUDA: ws, params, inputs, states, outputs, seeds, gradients,
+   * the loss and the `out` of the readers are device memory; ws and params
+   * 16-byte aligned (as cudaMalloc and torch's allocator return them).
+   * `stream` is the caller's cudaStream_t (NULL: the legacy default
+   * stream): forward and backward queue their work on it, and the streams a
+   * bundle forks for independent stages wait on it and join back into it
+   * with events; nothing synchronizes the device or the host (except an
+   * index check, which reads the indices back, and read_loss). The cuBLAS
+   * handles are bound to the stream at each call. Streams, events and
+   * handles are per thread, so distinct workspaces may run from distinct
+   * threads at once. synchronize(stream) waits for the stream. The
+   * device_* calls give CUDA memory for such a model (null on the CPU):
+   * alloc returns null on failure, copy (RNNC_COPY_*, synchronous) returns
+   * 0 or 1 with the reason in last_error. */
   int32_t device;
-  int (*synchronize)(void);
+  int (*synchronize)(void *stream);
   void *(*device_alloc)(int64_t bytes);
   void (*device_free)(void *p);
   int (*device_copy)(void *dst, const void *src, int64_t bytes, int32_t direction);
