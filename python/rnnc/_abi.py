@@ -3,7 +3,7 @@ ctypes: a loaded shared library, its `rnnc_model` table and calls on it.
 Nothing here knows about torch: pointers in, status codes out."""
 import ctypes as C
 
-ABI_VERSION = 2
+ABI_VERSION = 3
 DEVICE_CPU, DEVICE_CUDA = 0, 1
 
 
@@ -27,15 +27,16 @@ class Model(C.Structure):
                 ("has_loss", C.c_int32),
                 ("n_seeds", C.c_int32), ("seeds", C.POINTER(Tensor)),
                 ("n_input_grads", C.c_int32), ("input_grads", C.POINTER(Tensor)),
+                ("has_state_seeds", C.c_int32), ("has_backward", C.c_int32),
                 ("workspace_bytes", C.CFUNCTYPE(C.c_int64, C.c_int64, C.c_int64)),
-                ("forward", C.CFUNCTYPE(C.c_int, _P, C.c_int64, C.c_int64, _P, _PP, _PP)),
-                ("backward", C.CFUNCTYPE(C.c_int, _P, C.c_int64, C.c_int64, _P, _PP, _P, _PP, _PP)),
-                ("read_output", C.CFUNCTYPE(None, _P, C.c_int64, C.c_int64, C.c_int32, _P)),
-                ("read_final_state", C.CFUNCTYPE(None, _P, C.c_int64, C.c_int64, C.c_int32, _P)),
-                ("read_loss", C.CFUNCTYPE(C.c_double, _P, C.c_int64, C.c_int64)),
+                ("forward", C.CFUNCTYPE(C.c_int, _P, C.c_int64, C.c_int64, _P, _P, _P, _P, _P, _P, _P)),
+                ("backward", C.CFUNCTYPE(C.c_int, _P, C.c_int64, C.c_int64, _P, _P, _P, _P, _P, _P, _P)),
+                ("read_output", C.CFUNCTYPE(None, _P, C.c_int64, C.c_int64, C.c_int32, _P, _P)),
+                ("read_final_state", C.CFUNCTYPE(None, _P, C.c_int64, C.c_int64, C.c_int32, _P, _P)),
+                ("read_loss", C.CFUNCTYPE(C.c_double, _P, C.c_int64, C.c_int64, _P)),
                 ("last_error", C.CFUNCTYPE(C.c_char_p)),
                 ("device", C.c_int32),
-                ("synchronize", C.CFUNCTYPE(C.c_int)),
+                ("synchronize", C.CFUNCTYPE(C.c_int, _P)),
                 ("device_alloc", C.CFUNCTYPE(_P, C.c_int64)),
                 ("device_free", C.CFUNCTYPE(None, _P)),
                 ("device_copy", C.CFUNCTYPE(C.c_int, _P, _P, C.c_int64, C.c_int32))]
@@ -81,6 +82,7 @@ class Library:
             raise RuntimeError(f"{path} speaks ABI {self.model.abi_version}; this package speaks {ABI_VERSION}: "
                                "compile the bundle again with this rnnc")
         m = self.model
+        self.address = C.addressof(m)  # the table, for the C++ op library
         self.name = m.name.decode()
         self.real_bytes = m.real_bytes
         self.param_elements = m.param_elements
@@ -91,7 +93,10 @@ class Library:
         self.seeds = _table(m.seeds, m.n_seeds)
         self.input_grads = _table(m.input_grads, m.n_input_grads)
         self.has_loss = bool(m.has_loss)
+        self.has_state_seeds = bool(m.has_state_seeds)
+        self.has_backward = bool(m.has_backward)
         self.device = m.device
+        self._fwd, self._bwd = m.forward, m.backward
 
     def error(self):
         msg = self.model.last_error()
@@ -100,24 +105,24 @@ class Library:
     def workspace_bytes(self, T, B):
         return self.model.workspace_bytes(T, B)
 
-    def forward(self, ws, T, B, params, inputs, states):
-        ins = (C.c_void_p * max(1, len(inputs)))(*inputs)
-        sts = (C.c_void_p * max(1, len(states)))(*states) if states is not None else None
-        if self.model.forward(ws, T, B, params, ins, sts) != 0:
-            raise ValueError(f"{self.name}: {self.error()}")
+    def forward(self, ws, T, B, params, inputs, states, outputs, final_states, loss, stream=None):
+        """Pointers (ints or None) in; raises RuntimeError with the bundle's reason."""
+        if self._fwd(ws, T, B, params, _array(inputs), _array(states), _array(outputs), _array(final_states),
+                     loss, stream) != 0:
+            raise RuntimeError(f"{self.name}: {self.error()}")
 
-    def backward(self, ws, T, B, params, seeds, param_grads, input_grads, state_grads):
-        sd = (C.c_void_p * max(1, len(seeds)))(*seeds)
-        ig = (C.c_void_p * max(1, len(input_grads)))(*input_grads)
-        sg = (C.c_void_p * max(1, len(state_grads)))(*state_grads)
-        if self.model.backward(ws, T, B, params, sd, param_grads, ig, sg) != 0:
-            raise ValueError(f"{self.name}: {self.error()}")
+    def backward(self, ws, T, B, params, seeds, state_seeds, param_grads, input_grads, state_grads, stream=None):
+        if self._bwd(ws, T, B, params, _array(seeds), _array(state_seeds), param_grads, _array(input_grads),
+                     _array(state_grads), stream) != 0:
+            raise RuntimeError(f"{self.name}: {self.error()}")
 
-    def read_output(self, ws, T, B, k, out):
-        self.model.read_output(ws, T, B, k, out)
+    def synchronize(self, stream=None):
+        if self.model.synchronize(stream) != 0:
+            raise RuntimeError(f"{self.name}: {self.error()}")
 
-    def read_final_state(self, ws, T, B, k, out):
-        self.model.read_final_state(ws, T, B, k, out)
 
-    def read_loss(self, ws, T, B):
-        return self.model.read_loss(ws, T, B)
+def _array(ptrs):
+    """A list of pointers (ints, None for NULL) as a C array; None or [] for NULL."""
+    if not ptrs:
+        return None
+    return (C.c_void_p * len(ptrs))(*ptrs)

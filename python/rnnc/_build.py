@@ -68,10 +68,13 @@ def is_path(source):
     return "\n" not in source and "{" not in source
 
 
-def compile_bundle(source, out_dir, *, entity=None, dims=None, target="cpu"):
-    """Runs `rnnc compile` on a path or on the text of a .rnn file; returns the bundle's folder."""
+def compile_bundle(source, out_dir, *, entity=None, dims=None, target="cpu", forward_only=False):
+    """Runs `rnnc compile` on a path or on the text of a .rnn file; returns the bundle's folder.
+    forward_only: `--forward-only`, a bundle without backward whose workspace keeps nothing for it."""
     rnnc = find_rnnc()
     flags = _dim_flags(dims or {}) + (["--entry", entity] if entity else [])
+    if forward_only:
+        flags.append("--forward-only")
     if is_path(source):
         path = os.fspath(source)
         if not os.path.isfile(path):
@@ -97,11 +100,19 @@ def _cxx():
     return os.environ.get("CXX", "c++")
 
 
+_VERSIONS = {}
+
+
 def _cxx_version(cxx):
-    r = subprocess.run([cxx, "--version"], capture_output=True, text=True)
-    if r.returncode != 0:
-        raise FileNotFoundError(f"no C++ compiler: {cxx} --version failed (set $CXX)")
-    return r.stdout
+    if cxx not in _VERSIONS:
+        try:
+            r = subprocess.run([cxx, "--version"], capture_output=True, text=True)
+        except FileNotFoundError:
+            r = None
+        if r is None or r.returncode != 0:
+            raise FileNotFoundError(f"no compiler: {cxx} --version failed (set $CXX, or $RNNC_NVCC for nvcc)")
+        _VERSIONS[cxx] = r.stdout
+    return _VERSIONS[cxx]
 
 
 def _runtime_include(rnnc):
@@ -119,37 +130,43 @@ def _headers_text(include):
     return b"\n".join(text)
 
 
+SOURCE_SUFFIX = {"cpu": ".cpp", "cuda": ".cu"}
+
+
 def read_bundle(bundle):
-    """A CPU bundle's manifest and its files ({name: bytes}: the .cpp and its header)."""
+    """A bundle's manifest and its files ({name: bytes}: the .cpp or .cu and its header)."""
     manifest = manifest_of(bundle)
-    if manifest.get("target") != "cpu":
-        raise ValueError(f"{bundle} is a {manifest.get('target')} bundle; this package builds cpu bundles")
+    target = manifest.get("target")
+    if target not in SOURCE_SUFFIX:
+        raise ValueError(f"{bundle} is a {target} bundle; this package builds cpu and cuda bundles")
     files = {}
     for name in os.listdir(bundle):
-        if name.endswith((".cpp", ".h")):
+        if name.endswith((".cpp", ".cu", ".h")):
             with open(os.path.join(bundle, name), "rb") as f:
                 files[name] = f.read()
-    if sum(name.endswith(".cpp") for name in files) != 1:
-        raise FileNotFoundError(f"{bundle} should hold one .cpp file")
+    if sum(name.endswith(SOURCE_SUFFIX[target]) for name in files) != 1:
+        raise FileNotFoundError(f"{bundle} should hold one {SOURCE_SUFFIX[target]} file")
     return manifest, files
 
 
-def build_library(manifest, files, dtype_bytes):
-    """A CPU bundle built into a shared library (cached by content); returns its Library."""
-    cpp = [name for name in files if name.endswith(".cpp")]
-    source = files[cpp[0]]
-    rnnc = find_rnnc()
-    include = _runtime_include(rnnc)
-    cxx = _cxx()
-    flags = ["-std=c++17", "-O3", "-march=native", "-fopenmp", "-fPIC", "-shared", "-I" + include]
-    if dtype_bytes == 8:
-        flags.append("-DRNNC_REAL_DOUBLE")
-    key = hashlib.sha256(b"\0".join([source, " ".join(flags).encode(), _cxx_version(cxx).encode(),
-                                     _headers_text(include)])).hexdigest()[:24]
+NVCC = os.environ.get("RNNC_NVCC", "/usr/local/cuda/bin/nvcc")
+
+
+def _nvcc():
+    path = NVCC if os.path.isfile(NVCC) else shutil.which("nvcc")
+    if not path:
+        raise FileNotFoundError(f"no nvcc at {NVCC} or on PATH: a CUDA bundle needs the CUDA toolkit (set $RNNC_NVCC)")
+    return path
+
+
+def cached_build(key, lib_name, files, command):
+    """The cache entry py-<key>/lib_name, built if missing: `files` ({name: bytes}) are written
+    into a temporary folder, `command(folder, lib_path)` gives the build's argv, and the folder
+    is renamed into place under an exclusive file lock. Returns the library's path."""
     root = cache_root()
     os.makedirs(root, exist_ok=True)
     entry = os.path.join(root, "py-" + key)
-    lib = os.path.join(entry, "lib" + manifest["model"] + ".so")
+    lib = os.path.join(entry, lib_name)
     if not os.path.isfile(lib):
         with open(entry + ".lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # another process may be building it
@@ -159,15 +176,38 @@ def build_library(manifest, files, dtype_bytes):
                     for name, text in files.items():
                         with open(os.path.join(tmp, name), "wb") as f:
                             f.write(text)
-                    src = os.path.join(tmp, cpp[0])
-                    _run([cxx] + flags + [src, "-o", os.path.join(tmp, os.path.basename(lib)), "-lopenblas"],
-                         f"building {cpp[0]}")
+                    _run(command(tmp, os.path.join(tmp, lib_name)), f"building {lib_name}")
                     shutil.rmtree(entry, ignore_errors=True)  # an entry left without its library
                     os.rename(tmp, entry)
                 finally:
                     shutil.rmtree(tmp, ignore_errors=True)
     if not os.path.isfile(lib):
-        raise RuntimeError(f"the cache entry {entry} has no {os.path.basename(lib)}: remove it and try again")
+        raise RuntimeError(f"the cache entry {entry} has no {lib_name}: remove it and try again")
+    return lib, entry
+
+
+def build_library(manifest, files, dtype_bytes, arch="sm_90"):
+    """A bundle built into a shared library (cached by content); returns its Library. A CPU
+    bundle is built with the system C++ compiler, a CUDA bundle with nvcc for `arch`."""
+    target = manifest.get("target", "cpu")
+    src_name = [name for name in files if name.endswith(SOURCE_SUFFIX[target])][0]
+    rnnc = find_rnnc()
+    include = _runtime_include(rnnc)
+    if target == "cuda":
+        cc = _nvcc()
+        flags = ["-std=c++17", "-O3", "-Xcompiler", "-fPIC", "-shared", "-I" + include, f"-arch={arch}"]
+        libs = ["-lcublas"]
+    else:
+        cc = _cxx()
+        flags = ["-std=c++17", "-O3", "-march=native", "-fopenmp", "-fPIC", "-shared", "-I" + include]
+        libs = ["-lopenblas"]
+    if dtype_bytes == 8:
+        flags.append("-DRNNC_REAL_DOUBLE")
+    key = hashlib.sha256(b"\0".join([files[src_name], " ".join(flags + libs).encode(), _cxx_version(cc).encode(),
+                                     _headers_text(include)])).hexdigest()[:24]
+    lib_name = "lib" + manifest["model"] + ".so"
+    lib, entry = cached_build(key, lib_name, files,
+                              lambda tmp, out: [cc] + flags + [os.path.join(tmp, src_name), "-o", out] + libs)
     try:
         return _abi.Library(lib, manifest["symbol"])
     except OSError as e:

@@ -3,7 +3,6 @@ backward registered as torch ops (`rnnc::forward`, `rnnc::backward`) with
 `torch.library.custom_op`, so autograd, `opcheck` and `torch.compile` see
 them; and `from_torch`, which turns an `nn.LSTM` or `nn.GRU` into the
 `Recurrent` of samples/lstm.rnn or samples/gru.rnn with its weights."""
-import ctypes
 import json
 import os
 import struct
@@ -16,51 +15,47 @@ from torch import Tensor
 
 from . import _build
 
-_LIBS = []  # (Library, manifest) by id: ops take the id, not the object
+_LIBS = {}  # the model table's address -> Library: ops take the address, not the object
 _LOCK = threading.Lock()
 
 
-def _register(lib, manifest):
+def _register(lib):
     with _LOCK:
-        _LIBS.append((lib, manifest))
-        return len(_LIBS) - 1
-
-
-def _ptr(t):
-    return ctypes.c_void_p(t.data_ptr()) if t is not None else None
+        _LIBS[lib.address] = lib
+    return lib.address
 
 
 def _dtype_of(lib):
     return torch.float64 if lib.real_bytes == 8 else torch.float32
 
 
-@torch.library.custom_op("rnnc::forward", mutates_args=())
-def _forward(model: int, params: Tensor, inputs: List[Tensor], states: List[Tensor], T: int, B: int) -> List[Tensor]:
-    """Outputs [T, B, w] in order, final states [depth, B, w], the loss (a 0-d tensor), the workspace."""
-    lib, _ = _LIBS[model]
-    dt = _dtype_of(lib)
-    ws = torch.empty(max(1, lib.workspace_bytes(T, B)), dtype=torch.uint8)
+def _stream(device):
+    """The caller's stream for the ABI: torch's current CUDA stream on `device`, NULL on the CPU."""
+    return torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else None
+
+
+def _ptrs(ts):
+    return [t.data_ptr() if t.numel() else None for t in ts]
+
+
+def _forward_impl(model: int, params: Tensor, inputs: List[Tensor], states: List[Tensor], T: int, B: int) -> List[Tensor]:
+    """Outputs [T, B, w] in order, final states [depth, B, w], the loss (a 0-d tensor), the
+    workspace (uint8; what backward reads). The bundle writes them straight into these tensors."""
+    lib = _LIBS[model]
+    dt, dev = _dtype_of(lib), params.device
+    ws = torch.empty(max(1, lib.workspace_bytes(T, B)), dtype=torch.uint8, device=dev)
+    outs = [torch.empty(T, B, o.width, dtype=dt, device=dev) for o in lib.outputs]
+    finals = [torch.empty(s.depth, B, s.width, dtype=dt, device=dev) for s in lib.states]
+    loss = torch.zeros((), dtype=dt, device=dev)
     ins = [x.contiguous() for x in inputs]
     sts = [s.contiguous() for s in states]
-    lib.forward(_ptr(ws), T, B, _ptr(params), [x.data_ptr() for x in ins],
-                [s.data_ptr() for s in sts] if sts else None)
-    result = []
-    for k, o in enumerate(lib.outputs):
-        out = torch.empty(T, B, o.width, dtype=dt)
-        lib.read_output(_ptr(ws), T, B, k, _ptr(out))
-        result.append(out)
-    for k, s in enumerate(lib.states):
-        out = torch.empty(s.depth, B, s.width, dtype=dt)
-        lib.read_final_state(_ptr(ws), T, B, k, _ptr(out))
-        result.append(out)
-    result.append(torch.tensor(lib.read_loss(_ptr(ws), T, B) if lib.has_loss else 0.0, dtype=dt))
-    result.append(ws)
-    return result
+    lib.forward(ws.data_ptr(), T, B, params.data_ptr(), [x.data_ptr() for x in ins], _ptrs(sts),
+                _ptrs(outs), _ptrs(finals), loss.data_ptr() if lib.has_loss else None, _stream(dev))
+    return outs + finals + [loss, ws]
 
 
-@_forward.register_fake
 def _forward_fake(model, params, inputs, states, T, B):
-    lib, _ = _LIBS[model]
+    lib = _LIBS[model]
     dt = _dtype_of(lib)
     result = [params.new_empty(T, B, o.width, dtype=dt) for o in lib.outputs]
     result += [params.new_empty(s.depth, B, s.width, dtype=dt) for s in lib.states]
@@ -69,34 +64,67 @@ def _forward_fake(model, params, inputs, states, T, B):
     return result
 
 
-@torch.library.custom_op("rnnc::backward", mutates_args=())
-def _backward(model: int, ws: Tensor, params: Tensor, seeds: List[Tensor], T: int, B: int) -> List[Tensor]:
-    """After forward on `ws`: the gradient of loss + sum <y, seed> as
-    [param grads (flat)] + [one per input] + [one per state] (zeros where none)."""
-    lib, _ = _LIBS[model]
-    dt = _dtype_of(lib)
-    param_grads = torch.empty(lib.param_elements, dtype=dt)
-    by_name = {g.name: g for g in lib.input_grads}
-    input_grads = [torch.zeros(T, B, x.width, dtype=dt) if x.name in by_name else torch.zeros(0, dtype=dt)
-                   for x in lib.inputs]
-    state_grads = [torch.empty(s.depth, B, s.width, dtype=dt) for s in lib.states]
-    sd = [s.contiguous() for s in seeds]
-    # The ABI's backward writes its scratch into the workspace; a copy keeps the
-    # forward's intact, so backward may run again (retain_graph, gradcheck).
-    ws = ws.clone()
-    lib.backward(_ptr(ws), T, B, _ptr(params), [s.data_ptr() if s.numel() else None for s in sd],
-                 _ptr(param_grads), [g.data_ptr() if g.numel() else None for g in input_grads],
-                 [g.data_ptr() for g in state_grads])
-    return [param_grads] + input_grads + state_grads
+def _backward_impl(model: int, ws: Tensor, params: Tensor, output_grads: List[Tensor], state_grads: List[Tensor],
+                   loss_grad: Tensor, T: int, B: int) -> List[Tensor]:
+    """After forward on `ws`: the gradient of g * loss + sum <y, dy> + sum <s_final, ds>, where
+    output_grads and state_grads hold dy for every output and ds for every state (empty: zero)
+    and loss_grad holds g (empty: zero). Returns [param grads (flat)] + [one per input (empty
+    where the objective does not reach it)] + [one per state: the initial state's gradient]."""
+    lib = _LIBS[model]
+    if not lib.has_backward:
+        raise RuntimeError(f"{lib.name}: this is a forward-only build; it has no backward")
+    dt, dev = _dtype_of(lib), params.device
+    seeded = {s.name for s in lib.seeds}
+    by_name = {}
+    for o, g in zip(lib.outputs, output_grads):
+        if g.numel():
+            if o.name not in seeded:
+                if torch.any(g):
+                    raise NotImplementedError(f"output '{o.name}' of {lib.name} has a gradient, but the compiled "
+                                              "objective does not reach it")
+                continue
+            by_name[o.name] = g.to(dt).contiguous()
+    seeds = [by_name.get(s.name) for s in lib.seeds]
+    sseeds = [g.to(dt).contiguous() if g.numel() else None for g in state_grads]
+    if any(g is not None for g in sseeds) and not lib.has_state_seeds:
+        raise NotImplementedError(f"{lib.name} was compiled without final-state seeds")
+    grad_names = {g.name for g in lib.input_grads}
+    stream = _stream(dev)
+
+    def run(scale):
+        param_grads = torch.empty(lib.param_elements, dtype=dt, device=dev)
+        input_grads = [torch.empty(T, B, x.width, dtype=dt, device=dev) if x.name in grad_names
+                       else torch.empty(0, dtype=dt, device=dev) for x in lib.inputs]
+        initial_grads = [torch.empty(s.depth, B, s.width, dtype=dt, device=dev) for s in lib.states]
+        sd = [s if s is None or scale == 1 else s * scale for s in seeds]
+        ss = [s if s is None or scale == 1 else s * scale for s in sseeds]
+        # The ABI's backward writes its scratch into the workspace; a copy keeps the
+        # forward's intact, so backward may run again (retain_graph, gradcheck).
+        w = ws.clone()
+        lib.backward(w.data_ptr(), T, B, params.data_ptr(), [None if s is None else s.data_ptr() for s in sd],
+                     [None if s is None else s.data_ptr() for s in ss], param_grads.data_ptr(), _ptrs(input_grads),
+                     _ptrs(initial_grads), stream)
+        return [param_grads] + input_grads + initial_grads
+
+    if not lib.has_loss:
+        return run(1)
+    g = float(loss_grad) if loss_grad.numel() else 0.0
+    if g == 1.0:
+        return run(1)
+    if all(s is None for s in seeds + sseeds):
+        return [g * r for r in run(1)]
+    # The ABI's objective is loss + <seeds>: b(s) = dL + J's and b(2s) = dL + 2 J's,
+    # so g dL + J's = g (2 b(s) - b(2s)) + b(2s) - b(s).
+    b1, b2 = run(1), run(2)
+    return [g * (2 * x - y) + (y - x) for x, y in zip(b1, b2)]
 
 
-@_backward.register_fake
-def _backward_fake(model, ws, params, seeds, T, B):
-    lib, _ = _LIBS[model]
+def _backward_fake(model, ws, params, output_grads, state_grads, loss_grad, T, B):
+    lib = _LIBS[model]
     dt = _dtype_of(lib)
-    by_name = {g.name: g for g in lib.input_grads}
+    grad_names = {g.name for g in lib.input_grads}
     return ([params.new_empty(lib.param_elements, dtype=dt)] +
-            [params.new_empty((T, B, x.width) if x.name in by_name else (0,), dtype=dt) for x in lib.inputs] +
+            [params.new_empty((T, B, x.width) if x.name in grad_names else (0,), dtype=dt) for x in lib.inputs] +
             [params.new_empty(s.depth, B, s.width, dtype=dt) for s in lib.states])
 
 
@@ -107,63 +135,19 @@ def _setup_context(ctx, inputs, output):
     ctx.save_for_backward(output[-1], params)
 
 
-def _seeds(lib, grads, T, B, dt):
-    """The ABI's seeds from the upstream gradients of outputs and final states."""
-    n_out, n_state = len(lib.outputs), len(lib.states)
-    out_grads = {o.name: g for o, g in zip(lib.outputs, grads[:n_out])}
-    tracing = torch.compiler.is_compiling()  # no data-dependent checks in a traced backward
-    for s, g in zip(lib.states, grads[n_out:n_out + n_state]):
-        if g is None:
-            continue
-        # A final state that is also an output (an LSTM's h) seeds the output's last steps.
-        out = next((o for o in lib.outputs if o.name == s.name), None)
-        if out is None or s.depth > T:
-            if tracing or not torch.any(g):
-                continue  # under torch.compile such a gradient is not seen (docs/torch.md)
-            raise NotImplementedError(f"a gradient for final state '{s.name}', which is not an output of "
-                                      f"{lib.name}: the runtime ABI takes none yet")
-        prev = out_grads.get(s.name)
-        extra = torch.zeros(T, B, s.width, dtype=dt)
-        extra[T - s.depth:] = g
-        out_grads[s.name] = extra if prev is None else prev + extra
-    seeded = {s.name for s in lib.seeds}
-    for name, g in out_grads.items():
-        if name not in seeded and g is not None and not tracing and torch.any(g):
-            raise NotImplementedError(f"output '{name}' of {lib.name} has a gradient, but the compiled "
-                                      "objective does not reach it")
-    result = []
-    for s in lib.seeds:
-        g = out_grads.get(s.name)
-        result.append(torch.zeros(0, dtype=dt) if g is None else g.to(dt).contiguous())
-    return result
-
-
 def _backward_rule(ctx, grads):
     ws, params = ctx.saved_tensors
-    lib, _ = _LIBS[ctx.model]
-    dt = _dtype_of(lib)
-    T, B = ctx.T, ctx.B
-    n = len(lib.outputs) + len(lib.states)
-    seeds = _seeds(lib, grads, T, B, dt)
-    g = grads[n] if lib.has_loss and len(grads) > n else None
-    backward = torch.ops.rnnc.backward
-    if not lib.has_loss or g is None or (not torch.compiler.is_compiling() and float(g) == 1.0):
-        res = backward(ctx.model, ws, params, seeds, T, B)
-    elif all(s.numel() == 0 for s in seeds):
-        res = [g * r for r in backward(ctx.model, ws, params, seeds, T, B)]
-    else:
-        # The ABI's objective is loss + sum <y, seed>: b(s) = dL + J's and
-        # b(2s) = dL + 2 J's give g dL + J's = g (2 b(s) - b(2s)) + b(2s) - b(s).
-        b1 = backward(ctx.model, ws, params, seeds, T, B)
-        b2 = backward(ctx.model, ws, params, [2 * s for s in seeds], T, B)
-        res = [g * (2 * x - y) + (y - x) for x, y in zip(b1, b2)]
+    lib = _LIBS[ctx.model]
+    n_out, n_state = len(lib.outputs), len(lib.states)
+    empty = params.new_empty(0)
+    out_grads = [empty if g is None else g for g in grads[:n_out]]
+    state_grads = [empty if g is None else g for g in grads[n_out:n_out + n_state]]
+    g = grads[n_out + n_state]
+    res = _BINDING.backward(ctx.model, ws, params, out_grads, state_grads, empty if g is None else g, ctx.T, ctx.B)
     param_grads, rest = res[0], res[1:]
     input_grads = [gi if gi.numel() else None for gi in rest[:ctx.n_inputs]]
-    state_grads = list(rest[ctx.n_inputs:]) if ctx.has_states else []
-    return None, param_grads, input_grads, state_grads, None, None
-
-
-torch.library.register_autograd("rnnc::forward", _backward_rule, setup_context=_setup_context)
+    initial_grads = list(rest[ctx.n_inputs:]) if ctx.has_states else []
+    return None, param_grads, input_grads, initial_grads, None, None
 
 
 def _no_double_backward(ctx, *grads):
@@ -171,7 +155,23 @@ def _no_double_backward(ctx, *grads):
                        "supported: the generated code computes first derivatives only")
 
 
-torch.library.register_autograd("rnnc::backward", _no_double_backward, setup_context=lambda ctx, inputs, output: None)
+class _CustomOps:
+    """rnnc_py::forward and rnnc_py::backward: torch.library.custom_op over the C ABI by ctypes."""
+    name = "custom_op"
+
+    def __init__(self):
+        fwd = torch.library.custom_op("rnnc_py::forward", _forward_impl, mutates_args=())
+        fwd.register_fake(_forward_fake)
+        bwd = torch.library.custom_op("rnnc_py::backward", _backward_impl, mutates_args=())
+        bwd.register_fake(_backward_fake)
+        torch.library.register_autograd("rnnc_py::forward", _backward_rule, setup_context=_setup_context)
+        torch.library.register_autograd("rnnc_py::backward", _no_double_backward,
+                                        setup_context=lambda ctx, inputs, output: None)
+        self.forward = torch.ops.rnnc_py.forward
+        self.backward = torch.ops.rnnc_py.backward
+
+
+_BINDING = _CustomOps()
 
 
 def _read_safetensors(path):
@@ -192,15 +192,58 @@ def _read_safetensors(path):
     return out
 
 
+def _cuda_arch(device):
+    """The compute capability of `device` as nvcc's -arch (sm_90 where there is no GPU)."""
+    if torch.cuda.is_available():
+        major, minor = torch.cuda.get_device_capability(device if device.index is not None else None)
+        return f"sm_{major}{minor}"
+    return "sm_90"
+
+
+def _check_cuda(device, what):
+    if not torch.cuda.is_available():
+        raise RuntimeError(f"rnnc: {what} on {device}, but there is no CUDA device "
+                           "(torch.cuda.is_available() is False)")
+
+
+class _Source:
+    """What a Recurrent compiles its builds from: the text of a .rnn file, its dims and entity
+    (rnnc.load), or a bundle written ahead of time (rnnc.load_bundle), which has one build."""
+
+    def __init__(self, text=None, dims=None, entity=None, bundle=None):
+        self.text, self.dims, self.entity = text, dims or {}, entity
+        self.bundles = {}  # (target, forward_only) -> (manifest, files)
+        if bundle is not None:
+            manifest, files = bundle
+            self.bundles[(manifest["target"], False)] = bundle
+
+    def bundle(self, target, forward_only):
+        """The bundle for `target`; None for a forward-only one that cannot be compiled here."""
+        key = (target, forward_only)
+        if key not in self.bundles:
+            if self.text is None:
+                if forward_only:
+                    return None  # a prebuilt bundle: its training build runs under no_grad too
+                have = ", ".join(sorted(t for t, _ in self.bundles))
+                raise RuntimeError(f"this model was loaded from a {have} bundle; it has no {target} build "
+                                   f"(compile one with `rnnc compile --target {target}`)")
+            with tempfile.TemporaryDirectory(prefix="rnnc-load-") as work:
+                path = _build.compile_bundle(self.text, work, entity=self.entity, dims=self.dims, target=target,
+                                             forward_only=forward_only)
+                self.bundles[key] = _build.read_bundle(path)
+        return self.bundles[key]
+
+
 class Recurrent(torch.nn.Module):
     """A compiled cell or model. Parameters are named as the manifest names
     them; forward(*inputs, state=None, batch_first=False) -> (outputs, final_state)."""
 
-    def __init__(self, manifest, files, dtype, init):
+    def __init__(self, source, dtype, init, target="cpu"):
         super().__init__()
-        self._manifest, self._files = manifest, files
-        self._libs = {}  # dtype -> (Library, op id): .double() and .float() load the other build
-        lib = self._library(dtype)
+        self._source = source
+        self._manifest = source.bundle(target, False)[0]
+        self._libs = {}  # (dtype, target, arch, forward_only) -> Library
+        lib = self._library(dtype, torch.device(target))
         dt = dtype
         order = sorted(lib.params, key=lambda p: p.offset)
         expect = 0
@@ -225,22 +268,38 @@ class Recurrent(torch.nn.Module):
                 owner = getattr(owner, part)
             owner.register_parameter(leaf, torch.nn.Parameter(value.clone()))
 
-    def _library(self, dtype):
+    def _library(self, dtype, device, forward_only=False):
+        """The build for dtype on device (the forward-only one if asked and available), built lazily."""
         if dtype not in (torch.float32, torch.float64):
             raise TypeError(f"{self._manifest['model']} computes in torch.float32 or torch.float64, not {dtype}")
-        if dtype not in self._libs:
-            lib = _build.build_library(self._manifest, self._files, 8 if dtype == torch.float64 else 4)
-            self._libs[dtype] = (lib, _register(lib, self._manifest))
-        return self._libs[dtype][0]
+        if device.type not in ("cpu", "cuda"):
+            raise NotImplementedError(f"device {device}: rnnc runs on the CPU and on CUDA")
+        arch = _cuda_arch(device) if device.type == "cuda" else None
+        key = (dtype, device.type, arch, forward_only)
+        lib = self._libs.get(key)
+        if lib is None:
+            bundle = self._source.bundle(device.type, forward_only)
+            if bundle is None:
+                return self._library(dtype, device, False)
+            manifest, files = bundle
+            lib = _build.build_library(manifest, files, 8 if dtype == torch.float64 else 4, arch=arch or "sm_90")
+            _register(lib)
+            self._libs[key] = lib
+        return lib
+
+    def workspace_bytes(self, T, B, *, forward_only=False):
+        """Bytes of workspace for T steps of B sequences: the training build's, or the forward-only
+        build's (what runs under no_grad) with forward_only=True."""
+        p = self._param_probe()
+        return self._library(p.dtype, p.device, forward_only).workspace_bytes(T, B)
+
+    def _param_probe(self):
+        return self.get_parameter(self._order[0]) if self._order else torch.empty(0)
 
     @property
     def _lib(self):
-        return self._library(self.get_parameter(self._order[0]).dtype if self._order else torch.float32)
-
-    @property
-    def _model(self):
-        self._lib
-        return self._libs[self.get_parameter(self._order[0]).dtype if self._order else torch.float32][1]
+        p = self._param_probe()
+        return self._library(p.dtype, p.device)
 
     def param(self, name):
         """The parameter of a manifest name ("h1.W_hh")."""
@@ -262,18 +321,22 @@ class Recurrent(torch.nn.Module):
         return {s.name: (s.depth, s.width) for s in self._lib.states}
 
     def forward(self, *inputs, state=None, batch_first=False):
-        lib = self._lib
-        dt = _dtype_of(lib)
+        p = self._param_probe()
+        dev, dt = p.device, p.dtype
+        if dev.type == "cuda":
+            _check_cuda(dev, self._manifest["model"])
+        lib = self._library(dt, dev)
         if len(inputs) != len(lib.inputs):
             raise TypeError(f"{lib.name} takes {len(lib.inputs)} inputs ({', '.join(self.inputs)}), "
                             f"not {len(inputs)}")
+        tracing = torch.compiler.is_compiling()
         xs = []
         T = B = None
         for x, info in zip(inputs, lib.inputs):
             if not isinstance(x, torch.Tensor):
                 raise TypeError(f"input '{info.name}' must be a tensor, not {type(x).__name__}")
-            if x.device.type != "cpu":
-                raise ValueError(f"input '{info.name}' is on {x.device}; this {lib.name} runs on the CPU")
+            if x.device != dev:
+                raise ValueError(f"input '{info.name}' is on {x.device}; this {lib.name} is on {dev}")
             if batch_first:
                 x = x.transpose(0, 1)
             want_rank = 2 if info.is_index else 3
@@ -283,7 +346,8 @@ class Recurrent(torch.nn.Module):
             if info.is_index:
                 if x.dtype not in (torch.int64, torch.int32):
                     raise TypeError(f"input '{info.name}' holds indices: int64, not {x.dtype}")
-                if x.numel() and (int(x.min()) < 0 or int(x.max()) >= info.width):
+                # On CUDA the bundle checks the indices itself (no sync here).
+                if dev.type == "cpu" and not tracing and x.numel() and (int(x.min()) < 0 or int(x.max()) >= info.width):
                     raise IndexError(f"input '{info.name}': an index out of [0, {info.width})")
                 x = x.to(torch.int32)
             else:
@@ -309,12 +373,20 @@ class Recurrent(torch.nn.Module):
             for s in lib.states:
                 v = state.get(s.name)
                 if v is None:
-                    v = torch.zeros(s.depth, B, s.width, dtype=dt)
+                    v = torch.zeros(s.depth, B, s.width, dtype=dt, device=dev)
+                elif not isinstance(v, torch.Tensor):
+                    raise TypeError(f"state '{s.name}' must be a tensor, not {type(v).__name__}")
                 elif tuple(v.shape) != (s.depth, B, s.width) or v.dtype != dt:
                     raise ValueError(f"state '{s.name}' must be [{s.depth}, {B}, {s.width}] {dt}, "
                                      f"not {list(v.shape)} {v.dtype}")
+                elif v.device != dev:
+                    raise ValueError(f"state '{s.name}' is on {v.device}; this {lib.name} is on {dev}")
                 states.append(v.contiguous())
-        res = torch.ops.rnnc.forward(self._model, self._flat_params(), xs, states, int(T), int(B))
+        params = self._flat_params()
+        need_grad = torch.is_grad_enabled() and (params.requires_grad or any(x.requires_grad for x in xs) or
+                                                 any(v.requires_grad for v in states))
+        run = lib if need_grad else self._library(dt, dev, forward_only=True)
+        res = _BINDING.forward(run.address, params, xs, states, int(T), int(B))
         n_out = len(lib.outputs)
         outs = res[:n_out]
         if batch_first:
@@ -330,23 +402,45 @@ class Recurrent(torch.nn.Module):
 
 
 def load(source, *, entity=None, dtype=torch.float32, device="cpu", seed=0, **dims):
-    """Compiles `source` (a path or the text of a .rnn file) for the CPU and returns its Recurrent."""
-    if torch.device(device).type != "cpu":
-        raise NotImplementedError(f"device {device}: this build of the package runs on the CPU")
+    """Compiles `source` (a path or the text of a .rnn file) and returns its Recurrent on `device`
+    (the CPU, or CUDA: the bundle is built with nvcc)."""
+    device = torch.device(device)
+    if device.type not in ("cpu", "cuda"):
+        raise NotImplementedError(f"device {device}: rnnc runs on the CPU and on CUDA")
     if dtype not in (torch.float32, torch.float64):
-        raise TypeError(f"dtype {dtype}: the CPU takes torch.float32 or torch.float64")
+        raise TypeError(f"dtype {dtype}: rnnc takes torch.float32 or torch.float64")
+    if _build.is_path(source):
+        path = os.fspath(source)
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"no such .rnn file: {path}")
+        with open(path) as f:
+            text = f.read()
+    else:
+        text = source
+    src = _Source(text, dims, entity)
     with tempfile.TemporaryDirectory(prefix="rnnc-load-") as work:
-        bundle = _build.compile_bundle(source, work, entity=entity, dims=dims, target="cpu")
+        src.bundles[("cpu", False)] = _build.read_bundle(
+            _build.compile_bundle(source, work, entity=entity, dims=dims, target="cpu"))
         path = os.fspath(source) if _build.is_path(source) else os.path.join(work, "cell.rnn")
         init = _read_safetensors(_build.init_params(path, dims, entity, seed, work))
-        manifest, files = _build.read_bundle(bundle)
-    return Recurrent(manifest, files, dtype, init)
+    rec = Recurrent(src, dtype, init)
+    if device.type == "cuda":
+        rec._library(dtype, device)  # built now, so a missing nvcc or a bad build shows here
+        _check_cuda(device, f"rnnc.load({rec._manifest['model']})")
+        rec.to(device)
+    return rec
 
 
 def load_bundle(directory, *, dtype=torch.float32):
-    """A bundle `rnnc compile` wrote, built and loaded; params start at zero (load a state_dict)."""
+    """A bundle `rnnc compile` wrote (cpu or cuda), built and loaded; params start at zero
+    (load a state_dict). A cuda bundle's model is on the current CUDA device."""
     manifest, files = _build.read_bundle(directory)
-    return Recurrent(manifest, files, dtype, None)
+    target = manifest["target"]
+    rec = Recurrent(_Source(bundle=(manifest, files)), dtype, None, target=target)
+    if target == "cuda":
+        _check_cuda(torch.device("cuda"), f"rnnc.load_bundle({directory})")
+        rec.to("cuda")
+    return rec
 
 
 CELLS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cells")  # copies of samples/lstm.rnn, gru.rnn

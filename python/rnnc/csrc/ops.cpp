@@ -1,0 +1,341 @@
+// The rnnc torch ops in C++ (the package's default binding; docs/torch.md):
+//   rnnc::forward(model, params, inputs, states, T, B) -> outputs + final states + [loss, ws]
+//   rnnc::backward(model, ws, params, output_grads, state_grads, loss_grad, T, B)
+//       -> [param grads] + input grads + initial-state grads
+//   rnnc::register_model(model): the ops take only tables registered here.
+// `model` is the address of a bundle's rnnc_model table (runtime/include/rnnc/model.h,
+// ABI v3), which the Python package loads with ctypes. The CPU and CUDA kernels call its
+// function pointers with torch-allocated tensors (the workspace a uint8 tensor) and, on
+// CUDA, torch's current stream. Autograd is a C++ autograd::Function; the fake kernels
+// (shapes for torch.compile) are registered from Python (rnnc/torch.py). Built by the
+// package with the system C++ compiler against torch's headers and cached.
+#include <ATen/ATen.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <torch/csrc/autograd/custom_function.h>
+#include <torch/library.h>
+
+#include <mutex>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "rnnc/model.h"
+
+namespace {
+
+using at::Tensor;
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+std::mutex registryMutex;
+std::unordered_set<int64_t> registry;
+
+void registerModel(int64_t address) {
+  TORCH_CHECK(address != 0, "rnnc::register_model: a null table");
+  auto *m = reinterpret_cast<const rnnc_model *>(address);
+  TORCH_CHECK(m->abi_version == RNNC_ABI_VERSION, "rnnc::register_model: the table speaks ABI ", m->abi_version,
+              "; this op library speaks ", RNNC_ABI_VERSION);
+  std::lock_guard<std::mutex> lock(registryMutex);
+  registry.insert(address);
+}
+
+const rnnc_model *lookup(int64_t address) {
+  {
+    std::lock_guard<std::mutex> lock(registryMutex);
+    TORCH_CHECK(registry.count(address), "rnnc: ", address,
+                " is not the address of a model table the package registered (rnnc::register_model)");
+  }
+  return reinterpret_cast<const rnnc_model *>(address);
+}
+
+int64_t elements(const rnnc_tensor &t) { return rnnc::rt::tensorElements(t); }
+
+void *streamOf(const at::Device &d) {
+  if (!d.is_cuda()) return nullptr;
+  return c10::impl::getDeviceGuardImpl(d.type())->getStream(d).native_handle();
+}
+
+at::ScalarType realType(const rnnc_model *m) { return m->real_bytes == 8 ? at::kDouble : at::kFloat; }
+
+void *ptrOrNull(const Tensor &t) { return t.defined() && t.numel() ? t.data_ptr() : nullptr; }
+
+// Checks that the op's tensors fit the table, so a call that bypasses the Python layer
+// raises instead of handing the bundle short arrays.
+void checkArgs(const rnnc_model *m, const Tensor &params, at::TensorList inputs, at::TensorList states, int64_t T,
+               int64_t B) {
+  auto dt = realType(m);
+  TORCH_CHECK(T >= 1 && B >= 1, m->name, ": T and B must be at least 1, not T=", T, ", B=", B);
+  bool cuda = m->device == RNNC_DEVICE_CUDA;
+  TORCH_CHECK(params.device().is_cuda() == cuda, m->name, ": params are on ", params.device(), "; this build runs on ",
+              cuda ? "CUDA" : "the CPU");
+  TORCH_CHECK(params.scalar_type() == dt && params.numel() == m->param_elements, m->name, ": params must be ",
+              m->param_elements, " ", dt, " elements, not ", params.numel(), " ", params.scalar_type());
+  TORCH_CHECK((int64_t)inputs.size() == m->n_inputs, m->name, " takes ", m->n_inputs, " inputs, not ", inputs.size());
+  for (int k = 0; k < m->n_inputs; ++k) {
+    const rnnc_tensor &info = m->inputs[k];
+    const Tensor &x = inputs[k];
+    TORCH_CHECK(x.device() == params.device(), m->name, ": input '", info.name, "' is on ", x.device(), ", params on ",
+                params.device());
+    if (info.is_index) {
+      TORCH_CHECK(x.scalar_type() == at::kInt && x.numel() == T * B, m->name, ": input '", info.name,
+                  "' must be [T, B] int32");
+    } else {
+      TORCH_CHECK(x.scalar_type() == dt && x.numel() == T * B * elements(info), m->name, ": input '", info.name,
+                  "' must be [", T, ", ", B, ", ", elements(info), "] ", dt);
+    }
+  }
+  TORCH_CHECK(states.empty() || (int64_t)states.size() == m->n_states, m->name, " has ", m->n_states,
+              " states; states must be all or none, not ", states.size());
+  for (size_t k = 0; k < states.size(); ++k) {
+    const rnnc_tensor &info = m->states[k];
+    TORCH_CHECK(states[k].device() == params.device() && states[k].scalar_type() == dt &&
+                    states[k].numel() == info.depth * B * elements(info),
+                m->name, ": state '", info.name, "' must be [", info.depth, ", ", B, ", ", elements(info), "] ", dt,
+                " on ", params.device());
+  }
+}
+
+std::vector<Tensor> forwardKernel(int64_t model, const Tensor &params_, at::TensorList inputs, at::TensorList states,
+                                  int64_t T, int64_t B) {
+  const rnnc_model *m = lookup(model);
+  checkArgs(m, params_, inputs, states, T, B);
+  auto real = params_.options().dtype(realType(m));
+  Tensor params = params_.contiguous();
+  int64_t wsBytes = m->workspace_bytes(T, B);
+  TORCH_CHECK(wsBytes > 0, m->name, ": no workspace for T=", T, ", B=", B, " (too large)");
+  Tensor ws = at::empty({wsBytes}, params.options().dtype(at::kByte));
+  std::vector<Tensor> result;
+  result.reserve(m->n_outputs + m->n_states + 2);
+  std::vector<void *> outs, finals;
+  for (int k = 0; k < m->n_outputs; ++k) {
+    result.push_back(at::empty({T, B, elements(m->outputs[k])}, real));
+    outs.push_back(result.back().data_ptr());
+  }
+  for (int k = 0; k < m->n_states; ++k) {
+    result.push_back(at::empty({m->states[k].depth, B, elements(m->states[k])}, real));
+    finals.push_back(result.back().data_ptr());
+  }
+  Tensor loss = at::zeros({}, real);
+  std::vector<Tensor> keep; // contiguous copies, alive through the call
+  std::vector<const void *> ins, sts;
+  for (const Tensor &x : inputs) {
+    keep.push_back(x.contiguous());
+    ins.push_back(keep.back().data_ptr());
+  }
+  for (const Tensor &s : states) {
+    keep.push_back(s.contiguous());
+    sts.push_back(keep.back().data_ptr());
+  }
+  int rc = m->forward(ws.data_ptr(), T, B, params.data_ptr(), ins.data(), sts.empty() ? nullptr : sts.data(),
+                      outs.data(), finals.data(), m->has_loss ? loss.data_ptr() : nullptr, streamOf(params.device()));
+  TORCH_CHECK(rc == 0, m->name, ": ", m->last_error());
+  result.push_back(loss);
+  result.push_back(ws);
+  return result;
+}
+
+// One ABI backward: the gradient of loss + sum <y, seed> + sum <s_final, state seed>, the
+// seeds scaled by `scale`.
+std::vector<Tensor> backwardOnce(const rnnc_model *m, const Tensor &ws_, const Tensor &params,
+                                 const std::vector<Tensor> &seeds, const std::vector<Tensor> &stateSeeds, double scale,
+                                 int64_t T, int64_t B) {
+  auto real = params.options().dtype(realType(m));
+  std::vector<Tensor> result;
+  result.push_back(at::empty({m->param_elements}, real));
+  std::vector<const void *> sd, ss;
+  std::vector<void *> ig, sg;
+  std::vector<Tensor> keep;
+  for (const Tensor &s : seeds) {
+    keep.push_back(s.defined() && scale != 1 ? s * scale : s);
+    sd.push_back(ptrOrNull(keep.back()));
+  }
+  for (const Tensor &s : stateSeeds) {
+    keep.push_back(s.defined() && scale != 1 ? s * scale : s);
+    ss.push_back(ptrOrNull(keep.back()));
+  }
+  for (int k = 0; k < m->n_inputs; ++k) {
+    bool reached = false;
+    for (int j = 0; j < m->n_input_grads; ++j)
+      reached |= std::string(m->input_grads[j].name) == m->inputs[k].name;
+    result.push_back(reached ? at::empty({T, B, elements(m->inputs[k])}, real) : at::empty({0}, real));
+    ig.push_back(ptrOrNull(result.back()));
+  }
+  for (int k = 0; k < m->n_states; ++k) {
+    result.push_back(at::empty({m->states[k].depth, B, elements(m->states[k])}, real));
+    sg.push_back(result.back().data_ptr());
+  }
+  // The ABI's backward writes its scratch into the workspace; a copy keeps the forward's
+  // intact, so backward may run again (retain_graph, gradcheck).
+  Tensor ws = ws_.clone();
+  int rc = m->backward(ws.data_ptr(), T, B, params.data_ptr(), sd.data(), ss.data(), result[0].data_ptr(), ig.data(),
+                       sg.data(), streamOf(params.device()));
+  TORCH_CHECK(rc == 0, m->name, ": ", m->last_error());
+  return result;
+}
+
+std::vector<Tensor> backwardKernel(int64_t model, const Tensor &ws, const Tensor &params_,
+                                   at::TensorList outputGrads, at::TensorList stateGrads, const Tensor &lossGrad,
+                                   int64_t T, int64_t B) {
+  const rnnc_model *m = lookup(model);
+  TORCH_CHECK(m->has_backward, m->name, ": this is a forward-only build; it has no backward");
+  auto dt = realType(m);
+  Tensor params = params_.contiguous();
+  TORCH_CHECK(params.scalar_type() == dt && params.numel() == m->param_elements, m->name, ": params must be ",
+              m->param_elements, " ", dt, " elements");
+  TORCH_CHECK(ws.scalar_type() == at::kByte && ws.device() == params.device() && ws.numel() == m->workspace_bytes(T, B),
+              m->name, ": the workspace is not one of this model's for T=", T, ", B=", B);
+  TORCH_CHECK((int64_t)outputGrads.size() == m->n_outputs && (int64_t)stateGrads.size() == m->n_states, m->name,
+              ": backward takes one gradient per output and per state (empty for none)");
+  // Seeds in the table's order, from the gradients by output name.
+  std::vector<Tensor> seeds(m->n_seeds);
+  for (int k = 0; k < m->n_outputs; ++k) {
+    const Tensor &g = outputGrads[k];
+    if (!g.defined() || !g.numel()) continue;
+    int j = 0;
+    while (j < m->n_seeds && std::string(m->seeds[j].name) != m->outputs[k].name) ++j;
+    if (j == m->n_seeds) {
+      if (g.any().item<bool>())
+        throw c10::NotImplementedError({__func__, __FILE__, static_cast<uint32_t>(__LINE__)},
+                                       std::string("output '") + m->outputs[k].name + "' of " + m->name +
+                                           " has a gradient, but the compiled objective does not reach it");
+      continue;
+    }
+    TORCH_CHECK(g.numel() == T * B * elements(m->outputs[k]) && g.device() == params.device(), m->name,
+                ": the gradient of output '", m->outputs[k].name, "' has the wrong shape or device");
+    seeds[j] = g.to(dt).contiguous();
+  }
+  std::vector<Tensor> stateSeeds(m->n_states);
+  bool anySeed = false;
+  for (const Tensor &s : seeds) anySeed |= s.defined();
+  for (int k = 0; k < m->n_states; ++k) {
+    const Tensor &g = stateGrads[k];
+    if (!g.defined() || !g.numel()) continue;
+    TORCH_CHECK(m->has_state_seeds, m->name, " was compiled without final-state seeds");
+    TORCH_CHECK(g.numel() == m->states[k].depth * B * elements(m->states[k]) && g.device() == params.device(),
+                m->name, ": the gradient of final state '", m->states[k].name, "' has the wrong shape or device");
+    stateSeeds[k] = g.to(dt).contiguous();
+    anySeed = true;
+  }
+  if (!m->has_loss) return backwardOnce(m, ws, params, seeds, stateSeeds, 1, T, B);
+  double g = lossGrad.defined() && lossGrad.numel() ? lossGrad.item<double>() : 0.0;
+  if (g == 1.0) return backwardOnce(m, ws, params, seeds, stateSeeds, 1, T, B);
+  if (!anySeed) {
+    auto r = backwardOnce(m, ws, params, seeds, stateSeeds, 1, T, B);
+    for (Tensor &t : r) t.mul_(g);
+    return r;
+  }
+  // The ABI's objective is loss + <seeds>: b(s) = dL + J's and b(2s) = dL + 2 J's,
+  // so g dL + J's = g (2 b(s) - b(2s)) + b(2s) - b(s).
+  auto b1 = backwardOnce(m, ws, params, seeds, stateSeeds, 1, T, B);
+  auto b2 = backwardOnce(m, ws, params, seeds, stateSeeds, 2, T, B);
+  for (size_t i = 0; i < b1.size(); ++i) b1[i] = g * (2 * b1[i] - b2[i]) + (b2[i] - b1[i]);
+  return b1;
+}
+
+c10::OperatorHandle op(const char *name) {
+  return c10::Dispatcher::singleton().findSchemaOrThrow(name, "");
+}
+
+std::vector<Tensor> callBackward(int64_t model, const Tensor &ws, const Tensor &params, at::TensorList outputGrads,
+                                 at::TensorList stateGrads, const Tensor &lossGrad, int64_t T, int64_t B) {
+  static auto handle = op("rnnc::backward")
+                           .typed<std::vector<Tensor>(int64_t, const Tensor &, const Tensor &, at::TensorList,
+                                                      at::TensorList, const Tensor &, int64_t, int64_t)>();
+  return handle.call(model, ws, params, outputGrads, stateGrads, lossGrad, T, B);
+}
+
+class Forward : public torch::autograd::Function<Forward> {
+public:
+  static variable_list forward(AutogradContext *ctx, int64_t model, const Tensor &params, at::TensorList inputs,
+                               at::TensorList states, int64_t T, int64_t B) {
+    static auto handle = op("rnnc::forward")
+                             .typed<std::vector<Tensor>(int64_t, const Tensor &, at::TensorList, at::TensorList,
+                                                        int64_t, int64_t)>();
+    std::vector<Tensor> res;
+    {
+      at::AutoDispatchBelowADInplaceOrView guard;
+      res = handle.call(model, params, inputs, states, T, B);
+    }
+    ctx->saved_data["model"] = model;
+    ctx->saved_data["T"] = T;
+    ctx->saved_data["B"] = B;
+    ctx->saved_data["n_inputs"] = (int64_t)inputs.size();
+    ctx->saved_data["n_states"] = (int64_t)states.size();
+    ctx->save_for_backward({res.back(), params});
+    ctx->mark_non_differentiable({res.back()});
+    return res;
+  }
+
+  static variable_list backward(AutogradContext *ctx, variable_list grads) {
+    auto saved = ctx->get_saved_variables();
+    const Tensor &ws = saved[0], &params = saved[1];
+    int64_t model = ctx->saved_data["model"].toInt(), T = ctx->saved_data["T"].toInt(),
+            B = ctx->saved_data["B"].toInt(), nIn = ctx->saved_data["n_inputs"].toInt(),
+            nSt = ctx->saved_data["n_states"].toInt();
+    const rnnc_model *m = lookup(model);
+    Tensor empty = at::empty({0}, params.options());
+    std::vector<Tensor> og, sg;
+    for (int k = 0; k < m->n_outputs; ++k) og.push_back(grads[k].defined() ? grads[k] : empty);
+    for (int k = 0; k < m->n_states; ++k)
+      sg.push_back(grads[m->n_outputs + k].defined() ? grads[m->n_outputs + k] : empty);
+    const Tensor &lg = grads[m->n_outputs + m->n_states];
+    auto res = callBackward(model, ws, params, og, sg, lg.defined() ? lg : empty, T, B);
+    variable_list out;
+    out.reserve(2 + nIn + nSt + 2);
+    out.emplace_back(); // model
+    out.push_back(res[0]);
+    for (int64_t k = 0; k < nIn; ++k) out.push_back(res[1 + k].numel() ? res[1 + k] : Tensor());
+    for (int64_t k = 0; k < nSt; ++k) out.push_back(res[1 + nIn + k]);
+    out.emplace_back(); // T
+    out.emplace_back(); // B
+    return out;
+  }
+};
+
+class Backward : public torch::autograd::Function<Backward> {
+public:
+  static variable_list forward(AutogradContext *ctx, int64_t model, const Tensor &ws, const Tensor &params,
+                               at::TensorList outputGrads, at::TensorList stateGrads, const Tensor &lossGrad, int64_t T,
+                               int64_t B) {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    return callBackward(model, ws, params, outputGrads, stateGrads, lossGrad, T, B);
+  }
+  static variable_list backward(AutogradContext *, variable_list) {
+    TORCH_CHECK(false, "rnnc: a gradient of a gradient (double backward) through a compiled cell is not supported: "
+                       "the generated code computes first derivatives only");
+  }
+};
+
+std::vector<Tensor> forwardAutograd(int64_t model, const Tensor &params, at::TensorList inputs, at::TensorList states,
+                                    int64_t T, int64_t B) {
+  return Forward::apply(model, params, inputs, states, T, B);
+}
+
+std::vector<Tensor> backwardAutograd(int64_t model, const Tensor &ws, const Tensor &params, at::TensorList outputGrads,
+                                     at::TensorList stateGrads, const Tensor &lossGrad, int64_t T, int64_t B) {
+  return Backward::apply(model, ws, params, outputGrads, stateGrads, lossGrad, T, B);
+}
+
+} // namespace
+
+TORCH_LIBRARY(rnnc, m) {
+  m.def("register_model(int model) -> ()", &registerModel);
+  m.def("forward(int model, Tensor params, Tensor[] inputs, Tensor[] states, int T, int B) -> Tensor[]");
+  m.def("backward(int model, Tensor ws, Tensor params, Tensor[] output_grads, Tensor[] state_grads, "
+        "Tensor loss_grad, int T, int B) -> Tensor[]");
+}
+
+TORCH_LIBRARY_IMPL(rnnc, CPU, m) {
+  m.impl("forward", &forwardKernel);
+  m.impl("backward", &backwardKernel);
+}
+
+TORCH_LIBRARY_IMPL(rnnc, CUDA, m) {
+  m.impl("forward", &forwardKernel);
+  m.impl("backward", &backwardKernel);
+}
+
+TORCH_LIBRARY_IMPL(rnnc, Autograd, m) {
+  m.impl("forward", &forwardAutograd);
+  m.impl("backward", &backwardAutograd);
+}
