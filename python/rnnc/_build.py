@@ -115,9 +115,14 @@ def _cxx_version(cxx):
     return _VERSIONS[cxx]
 
 
+_INCLUDES = {}
+
+
 def _runtime_include(rnnc):
-    cflags = _run([rnnc, "--print-cflags"], "rnnc --print-cflags").strip()
-    return cflags[2:] if cflags.startswith("-I") else cflags
+    if rnnc not in _INCLUDES:
+        cflags = _run([rnnc, "--print-cflags"], "rnnc --print-cflags").strip()
+        _INCLUDES[rnnc] = cflags[2:] if cflags.startswith("-I") else cflags
+    return _INCLUDES[rnnc]
 
 
 def _headers_text(include):
@@ -222,3 +227,24 @@ def init_params(source_path, dims, entity, seed, out_dir):
     flags = _dim_flags(dims or {}) + (["--entry", entity] if entity else [])
     _run([rnnc, "init", source_path, "--seed", str(seed), "-o", out] + flags, "rnnc init")
     return out
+
+
+def build_ops_library():
+    """python/rnnc/csrc/ops.cpp (the rnnc::forward and rnnc::backward ops in C++) built with the
+    system C++ compiler against torch's headers and libraries, cached by content like a bundle.
+    Returns the library's path, for torch.ops.load_library."""
+    import torch
+    from torch.utils import cpp_extension
+    with open(os.path.join(HERE, "csrc", "ops.cpp"), "rb") as f:
+        source = f.read()
+    include = _runtime_include(find_rnnc())
+    cxx = _cxx()
+    libdirs = cpp_extension.library_paths()
+    flags = (["-std=c++20", "-O2", "-fPIC", "-shared", f"-D_GLIBCXX_USE_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}"] +
+             ["-I" + p for p in cpp_extension.include_paths()] + ["-I" + include])
+    libs = [f"-L{d}" for d in libdirs] + ["-lc10", "-ltorch", "-ltorch_cpu"] + [f"-Wl,-rpath,{d}" for d in libdirs]
+    key = hashlib.sha256(b"\0".join([source, " ".join(flags + libs).encode(), _cxx_version(cxx).encode(),
+                                     torch.__version__.encode(), _headers_text(include)])).hexdigest()[:24]
+    lib, _ = cached_build(key, "librnnc_torch_ops.so", {"ops.cpp": source},
+                          lambda tmp, out: [cxx] + flags + [os.path.join(tmp, "ops.cpp"), "-o", out] + libs)
+    return lib

@@ -13,7 +13,7 @@ from typing import List
 import torch
 from torch import Tensor
 
-from . import _build
+from . import _abi, _build
 
 _LIBS = {}  # the model table's address -> Library: ops take the address, not the object
 _LOCK = threading.Lock()
@@ -22,7 +22,47 @@ _LOCK = threading.Lock()
 def _register(lib):
     with _LOCK:
         _LIBS[lib.address] = lib
+        cpp = _MADE.get("cpp")
+    if cpp is not None:
+        cpp.register(lib.address)
     return lib.address
+
+
+def _lookup(model):
+    lib = _LIBS.get(model)
+    if lib is None:
+        raise RuntimeError(f"rnnc: {model} is not the address of a model table the package registered")
+    return lib
+
+
+def _check_args(lib, params, inputs, states, T, B):
+    """The op's tensors against the table, so a direct call raises instead of handing the bundle
+    short arrays (the C++ ops check the same)."""
+    dt = _dtype_of(lib)
+    if T < 1 or B < 1:
+        raise RuntimeError(f"{lib.name}: T and B must be at least 1, not T={T}, B={B}")
+    if (params.device.type == "cuda") != (lib.device == _abi.DEVICE_CUDA):
+        raise RuntimeError(f"{lib.name}: params are on {params.device}; this build runs on "
+                           f"{'CUDA' if lib.device == _abi.DEVICE_CUDA else 'the CPU'}")
+    if params.dtype != dt or params.numel() != lib.param_elements:
+        raise RuntimeError(f"{lib.name}: params must be {lib.param_elements} {dt} elements, not "
+                           f"{params.numel()} {params.dtype}")
+    if len(inputs) != len(lib.inputs):
+        raise RuntimeError(f"{lib.name} takes {len(lib.inputs)} inputs, not {len(inputs)}")
+    for x, info in zip(inputs, lib.inputs):
+        if x.device != params.device:
+            raise RuntimeError(f"{lib.name}: input '{info.name}' is on {x.device}, params on {params.device}")
+        if info.is_index:
+            if x.dtype != torch.int32 or x.numel() != T * B:
+                raise RuntimeError(f"{lib.name}: input '{info.name}' must be [T, B] int32")
+        elif x.dtype != dt or x.numel() != T * B * info.width:
+            raise RuntimeError(f"{lib.name}: input '{info.name}' must be [{T}, {B}, {info.width}] {dt}")
+    if states and len(states) != len(lib.states):
+        raise RuntimeError(f"{lib.name} has {len(lib.states)} states; states must be all or none, not {len(states)}")
+    for v, s in zip(states, lib.states):
+        if v.device != params.device or v.dtype != dt or v.numel() != s.depth * B * s.width:
+            raise RuntimeError(f"{lib.name}: state '{s.name}' must be [{s.depth}, {B}, {s.width}] {dt} "
+                               f"on {params.device}")
 
 
 def _dtype_of(lib):
@@ -38,12 +78,21 @@ def _ptrs(ts):
     return [t.data_ptr() if t.numel() else None for t in ts]
 
 
+def _workspace_bytes(lib, T, B):
+    n = lib.workspace_bytes(T, B)
+    if n <= 0:
+        raise RuntimeError(f"{lib.name}: no workspace for T={T}, B={B} (too large)")
+    return n
+
+
 def _forward_impl(model: int, params: Tensor, inputs: List[Tensor], states: List[Tensor], T: int, B: int) -> List[Tensor]:
     """Outputs [T, B, w] in order, final states [depth, B, w], the loss (a 0-d tensor), the
     workspace (uint8; what backward reads). The bundle writes them straight into these tensors."""
-    lib = _LIBS[model]
+    lib = _lookup(model)
+    _check_args(lib, params, inputs, states, T, B)
+    params = params.contiguous()
     dt, dev = _dtype_of(lib), params.device
-    ws = torch.empty(max(1, lib.workspace_bytes(T, B)), dtype=torch.uint8, device=dev)
+    ws = torch.empty(_workspace_bytes(lib, T, B), dtype=torch.uint8, device=dev)
     outs = [torch.empty(T, B, o.width, dtype=dt, device=dev) for o in lib.outputs]
     finals = [torch.empty(s.depth, B, s.width, dtype=dt, device=dev) for s in lib.states]
     loss = torch.zeros((), dtype=dt, device=dev)
@@ -55,12 +104,12 @@ def _forward_impl(model: int, params: Tensor, inputs: List[Tensor], states: List
 
 
 def _forward_fake(model, params, inputs, states, T, B):
-    lib = _LIBS[model]
+    lib = _lookup(model)
     dt = _dtype_of(lib)
     result = [params.new_empty(T, B, o.width, dtype=dt) for o in lib.outputs]
     result += [params.new_empty(s.depth, B, s.width, dtype=dt) for s in lib.states]
     result.append(params.new_empty((), dtype=dt))
-    result.append(params.new_empty(max(1, lib.workspace_bytes(T, B)), dtype=torch.uint8))
+    result.append(params.new_empty(_workspace_bytes(lib, T, B), dtype=torch.uint8))
     return result
 
 
@@ -70,10 +119,17 @@ def _backward_impl(model: int, ws: Tensor, params: Tensor, output_grads: List[Te
     output_grads and state_grads hold dy for every output and ds for every state (empty: zero)
     and loss_grad holds g (empty: zero). Returns [param grads (flat)] + [one per input (empty
     where the objective does not reach it)] + [one per state: the initial state's gradient]."""
-    lib = _LIBS[model]
+    lib = _lookup(model)
     if not lib.has_backward:
         raise RuntimeError(f"{lib.name}: this is a forward-only build; it has no backward")
     dt, dev = _dtype_of(lib), params.device
+    params = params.contiguous()
+    if params.dtype != dt or params.numel() != lib.param_elements:
+        raise RuntimeError(f"{lib.name}: params must be {lib.param_elements} {dt} elements")
+    if ws.dtype != torch.uint8 or ws.device != dev or ws.numel() != lib.workspace_bytes(T, B):
+        raise RuntimeError(f"{lib.name}: the workspace is not one of this model's for T={T}, B={B}")
+    if len(output_grads) != len(lib.outputs) or len(state_grads) != len(lib.states):
+        raise RuntimeError(f"{lib.name}: backward takes one gradient per output and per state (empty for none)")
     seeded = {s.name for s in lib.seeds}
     by_name = {}
     for o, g in zip(lib.outputs, output_grads):
@@ -120,7 +176,7 @@ def _backward_impl(model: int, ws: Tensor, params: Tensor, output_grads: List[Te
 
 
 def _backward_fake(model, ws, params, output_grads, state_grads, loss_grad, T, B):
-    lib = _LIBS[model]
+    lib = _lookup(model)
     dt = _dtype_of(lib)
     grad_names = {g.name for g in lib.input_grads}
     return ([params.new_empty(lib.param_elements, dtype=dt)] +
@@ -137,13 +193,13 @@ def _setup_context(ctx, inputs, output):
 
 def _backward_rule(ctx, grads):
     ws, params = ctx.saved_tensors
-    lib = _LIBS[ctx.model]
+    lib = _lookup(ctx.model)
     n_out, n_state = len(lib.outputs), len(lib.states)
     empty = params.new_empty(0)
     out_grads = [empty if g is None else g for g in grads[:n_out]]
     state_grads = [empty if g is None else g for g in grads[n_out:n_out + n_state]]
     g = grads[n_out + n_state]
-    res = _BINDING.backward(ctx.model, ws, params, out_grads, state_grads, empty if g is None else g, ctx.T, ctx.B)
+    res = torch.ops.rnnc_py.backward(ctx.model, ws, params, out_grads, state_grads, empty if g is None else g, ctx.T, ctx.B)
     param_grads, rest = res[0], res[1:]
     input_grads = [gi if gi.numel() else None for gi in rest[:ctx.n_inputs]]
     initial_grads = list(rest[ctx.n_inputs:]) if ctx.has_states else []
@@ -171,7 +227,44 @@ class _CustomOps:
         self.backward = torch.ops.rnnc_py.backward
 
 
-_BINDING = _CustomOps()
+class _CppOps:
+    """rnnc::forward and rnnc::backward from the C++ op library (csrc/ops.cpp, built and cached on
+    first use, loaded with torch.ops.load_library); autograd in C++, fake kernels here."""
+    name = "cpp"
+
+    def __init__(self):
+        torch.ops.load_library(_build.build_ops_library())
+        torch.library.register_fake("rnnc::forward", _forward_fake)
+        torch.library.register_fake("rnnc::backward", _backward_fake)
+        self.forward = torch.ops.rnnc.forward
+        self.backward = torch.ops.rnnc.backward
+        self.register = torch.ops.rnnc.register_model
+        for address in list(_LIBS):
+            self.register(address)
+
+
+_BINDINGS = {"custom_op": _CustomOps, "cpp": _CppOps}
+_BINDING = None
+
+
+def binding(name=None):
+    """The ops the layers call: "cpp" (the C++ op library, the default) or "custom_op"
+    (torch.library.custom_op over ctypes); $RNNC_TORCH_BINDING picks one. With a name,
+    switches to that binding (for tests and benchmarks)."""
+    global _BINDING
+    name = name or (_BINDING.name if _BINDING else os.environ.get("RNNC_TORCH_BINDING", "cpp"))
+    if name not in _BINDINGS:
+        raise ValueError(f"$RNNC_TORCH_BINDING is {name!r}: it takes cpp or custom_op")
+    if _BINDING is None or _BINDING.name != name:
+        with _LOCK:
+            made = _MADE.get(name)
+            if made is None:
+                made = _MADE[name] = _BINDINGS[name]()
+            _BINDING = made
+    return _BINDING
+
+
+_MADE = {}
 
 
 def _read_safetensors(path):
@@ -386,7 +479,7 @@ class Recurrent(torch.nn.Module):
         need_grad = torch.is_grad_enabled() and (params.requires_grad or any(x.requires_grad for x in xs) or
                                                  any(v.requires_grad for v in states))
         run = lib if need_grad else self._library(dt, dev, forward_only=True)
-        res = _BINDING.forward(run.address, params, xs, states, int(T), int(B))
+        res = (_BINDING or binding()).forward(run.address, params, xs, states, int(T), int(B))
         n_out = len(lib.outputs)
         outs = res[:n_out]
         if batch_first:

@@ -64,17 +64,56 @@ def test_missing_file():
 
 
 def test_unsupported_device_and_dtype():
-    with pytest.raises(NotImplementedError, match="device cuda"):
-        rnnc.load(sample("lstm.rnn"), device="cuda", I=3, H=4)
+    with pytest.raises(NotImplementedError, match="device meta: rnnc runs on the CPU and on CUDA"):
+        rnnc.load(sample("lstm.rnn"), device="meta", I=3, H=4)
     with pytest.raises(TypeError, match="float16"):
         rnnc.load(sample("lstm.rnn"), dtype=torch.float16, I=3, H=4)
 
 
-def test_final_state_gradient_not_an_output_says_so(lstm):
-    x = torch.randn(2, 1, 3, requires_grad=True)
-    _, final = lstm(x)
-    with pytest.raises(NotImplementedError, match="final state 'c'"):
-        final["c"].sum().backward()
+def test_input_on_another_device(lstm):
+    with pytest.raises(ValueError, match="input 'x' is on meta; this LSTM is on cpu"):
+        lstm(torch.empty(2, 1, 3, device="meta"))
+
+
+@pytest.mark.parametrize("binding", ["cpp", "custom_op"])
+def test_ops_called_directly_with_bad_arguments(lstm, binding):
+    """The ops check what they are given against the model table, whoever calls them."""
+    from rnnc.torch import binding as use
+    ops = use(binding)
+    try:
+        lib = lstm._lib
+        p = lstm._flat_params().detach()
+        x = torch.randn(2, 1, 3)
+        with pytest.raises(RuntimeError, match="not the address of a model table"):
+            ops.forward(12345, p, [x], [], 2, 1)
+        with pytest.raises(RuntimeError, match=r"input 'x' must be \[2, 1, 3\]"):
+            ops.forward(lib.address, p, [torch.randn(2, 1, 5)], [], 2, 1)
+        with pytest.raises(RuntimeError, match="params must be"):
+            ops.forward(lib.address, p[:3], [x], [], 2, 1)
+        with pytest.raises(RuntimeError, match="states must be all or none"):
+            ops.forward(lib.address, p, [x], [torch.zeros(1, 1, 4)], 2, 1)
+        ws = ops.forward(lib.address, p, [x], [], 2, 1)[-1]
+        empty = torch.empty(0)
+        grads = [empty] * len(lib.outputs), [empty] * len(lib.states)
+        with pytest.raises(RuntimeError, match="the workspace is not one of this model's"):
+            ops.backward(lib.address, ws[:5], p, *grads, empty, 2, 1)
+        with pytest.raises(RuntimeError, match="one gradient per output and per state"):
+            ops.backward(lib.address, ws, p, [], [], empty, 2, 1)
+    finally:
+        use("cpp")
+
+
+def test_abi_version_mismatch_says_so(tmp_path):
+    """A library whose table speaks another ABI is refused with both versions named."""
+    import subprocess
+    from rnnc import _abi
+    src = tmp_path / "old.c"
+    src.write_text("struct { int abi; const char *name; } table = {2, \"Old\"};\n"
+                   "void *rnnc_model_Old(void) { return &table; }\n")
+    lib = tmp_path / "libold.so"
+    subprocess.run(["cc", "-shared", "-fPIC", str(src), "-o", str(lib)], check=True)
+    with pytest.raises(RuntimeError, match="speaks ABI 2; this package speaks 3"):
+        _abi.Library(str(lib), "rnnc_model_Old")
 
 
 def test_double_backward_says_so():

@@ -43,15 +43,21 @@ def test_from_torch_equals_torch(kind, dtype, T, B, with_state):
     assert rel(final["h"], h_ref) <= TOL[dtype]
     if lstm:
         assert rel(final["c"], st[1]) <= TOL[dtype]
-    # The objective reads the outputs and h_n (an output's last step).
-    g = torch.randn_like(y_ref)
+    # The objective reads the outputs, h_n and (LSTM) c_n, a final state that is not an output.
+    g, gh, gc = torch.randn_like(y_ref), torch.randn_like(h_ref), torch.randn(1, B, 6, dtype=dtype)
     wrt_ref = [x] + list(ref.parameters()) + ([h0] + ([c0] if lstm else []) if with_state else [])
     wrt = [x] + [ours.param(n) for n in ("W_ih", "W_hh", "b_ih", "b_hh")] + (
         [h0] + ([c0] if lstm else []) if with_state else [])
-    grads_ref = torch.autograd.grad((y_ref * g).sum() + h_ref.sum(), wrt_ref)
-    grads = torch.autograd.grad((y * g).sum() + final["h"].sum(), wrt)
+    grads_ref = torch.autograd.grad((y_ref * g).sum() + (h_ref * gh).sum() + ((st[1] * gc).sum() if lstm else 0),
+                                    wrt_ref)
+    grads = torch.autograd.grad((y * g).sum() + (final["h"] * gh).sum() + ((final["c"] * gc).sum() if lstm else 0),
+                                wrt)
     for a, b in zip(grads, grads_ref):
         assert rel(a, b) <= TOL[dtype] * 10
+    if lstm:  # c_n alone
+        a = torch.autograd.grad(final["c"].sum(), wrt[:2])
+        b = torch.autograd.grad(st[1].sum(), wrt_ref[:2])
+        assert all(rel(u, v) <= TOL[dtype] * 10 for u, v in zip(a, b))
 
 
 @pytest.mark.parametrize("name", ["lstm.rnn", "peephole_lstm.rnn", "indrnn.rnn", "mingru.rnn"])
@@ -63,10 +69,33 @@ def test_gradcheck(name):
     params = [p for _, p in m.named_parameters()]
 
     def f(x, h0, *params):
-        out, _ = m(x, state={"h": h0})
-        return out if isinstance(out, torch.Tensor) else out[0]
+        out, final = m(x, state={"h": h0})
+        # Every final state too (an LSTM's c is not an output): the ABI's state seeds.
+        return (out if isinstance(out, torch.Tensor) else out[0],) + tuple(final[k] for k in sorted(final))
 
     assert torch.autograd.gradcheck(f, (x, h0, *params))
+
+
+@pytest.mark.parametrize("binding", ["cpp", "custom_op"])
+def test_gradcheck_final_states_only(binding):
+    """Gradients through final states alone (no output is in the objective), both bindings."""
+    from rnnc.torch import binding as use
+    torch.manual_seed(6)
+    m = rnnc.load(sample("lstm.rnn"), dtype=torch.float64, I=3, H=4, seed=4)
+    x = torch.randn(3, 2, 3, dtype=torch.float64, requires_grad=True)
+    c0 = torch.randn(1, 2, 4, dtype=torch.float64, requires_grad=True)
+    params = [p for _, p in m.named_parameters()]
+
+    def f(x, c0, *params):
+        _, final = m(x, state={"c": c0})
+        return final["c"], final["h"]
+
+    before = use().name
+    try:
+        use(binding)
+        assert torch.autograd.gradcheck(f, (x, c0, *params))
+    finally:
+        use(before)
 
 
 def test_gradcheck_two_inputs_and_a_loss():
@@ -83,6 +112,7 @@ def test_gradcheck_two_inputs_and_a_loss():
 
     assert torch.autograd.gradcheck(f, (x, y, *params))
     # Its objective is the loss: a gradient reaching its output 'pred' says so.
+    # (Its final state 'h' is seeded through the ABI's state seeds.)
     with pytest.raises(NotImplementedError, match="output 'pred' of AddingIndRNN has a gradient"):
         outs, _ = m(x, y)
         (outs[0].sum() + outs[1]).backward()
@@ -146,6 +176,83 @@ def test_no_grad_and_batch_first():
         y, _ = m(x, batch_first=True)
     assert y.shape == (2, 5, 4) and not y.requires_grad
     assert torch.equal(y, m(x.transpose(0, 1))[0].transpose(0, 1).detach())
+
+
+def forward_only_builds(m):
+    return [key for key in m._libs if key[3]]
+
+
+@pytest.mark.parametrize("mode", ["no_grad", "inference_mode", "no_requires_grad"])
+def test_inference_runs_the_forward_only_build(mode):
+    """Without autograd, forward runs the --forward-only build: the same numbers as the training
+    build, in a smaller workspace."""
+    torch.manual_seed(7)
+    m = rnnc.load(sample("lstm.rnn"), I=16, H=32)
+    x = torch.randn(20, 4, 16)
+    h0 = torch.randn(1, 4, 32)
+    y_train, f_train = m(x, state={"h": h0})  # the params require grad: the training build
+    assert y_train.requires_grad and not forward_only_builds(m)
+    if mode == "no_grad":
+        with torch.no_grad():
+            y, final = m(x, state={"h": h0})
+    elif mode == "inference_mode":
+        with torch.inference_mode():
+            y, final = m(x, state={"h": h0})
+    else:
+        m.requires_grad_(False)
+        y, final = m(x, state={"h": h0})
+    assert forward_only_builds(m), "the forward-only build did not run"
+    lib = m._libs[forward_only_builds(m)[0]]
+    assert not lib.has_backward
+    assert torch.equal(y, y_train.detach())
+    for k in final:
+        assert torch.equal(final[k], f_train[k].detach())
+    train, infer = m.workspace_bytes(20, 4), m.workspace_bytes(20, 4, forward_only=True)
+    assert 0 < infer < train, (infer, train)
+
+
+def test_forward_only_build_has_no_backward():
+    m = rnnc.load(sample("lstm.rnn"), I=3, H=4)
+    with torch.no_grad():
+        m(torch.randn(2, 1, 3))
+    lib = m._libs[forward_only_builds(m)[0]]
+    from rnnc.torch import binding
+    with torch.no_grad():
+        res = binding().forward(lib.address, m._flat_params(), [torch.randn(2, 1, 3)], [], 2, 1)
+    empty = torch.empty(0)
+    with pytest.raises(RuntimeError, match="forward-only build; it has no backward"):
+        binding().backward(lib.address, res[-1], m._flat_params().detach(), [empty, empty], [empty, empty], empty, 2, 1)
+
+
+@pytest.mark.parametrize("binding", ["cpp", "custom_op"])
+def test_opcheck(binding):
+    """torch.library.opcheck on forward (schema, autograd registration, fake tensors, AOT
+    dispatch) and on backward, for both bindings."""
+    from rnnc.torch import binding as use
+    ops = use(binding)
+    try:
+        torch.manual_seed(8)
+        m = rnnc.load(sample("lstm.rnn"), dtype=torch.float64, I=3, H=4)
+        lib = m._lib
+        params = m._flat_params().detach().requires_grad_()
+        x = torch.randn(3, 2, 3, dtype=torch.float64, requires_grad=True)
+        h0 = torch.randn(1, 2, 4, dtype=torch.float64, requires_grad=True)
+        c0 = torch.randn(1, 2, 4, dtype=torch.float64, requires_grad=True)
+        states = [{"h": h0, "c": c0}[s.name] for s in lib.states]
+        torch.library.opcheck(ops.forward.default, (lib.address, params, [x], states, 3, 2))
+        torch.library.opcheck(ops.forward.default, (lib.address, params, [x], [], 3, 2))
+        with torch.no_grad():
+            ws = ops.forward(lib.address, params, [x], states, 3, 2)[-1]
+        gy = torch.randn(3, 2, 4, dtype=torch.float64)
+        gs = [torch.randn(1, 2, 4, dtype=torch.float64) for _ in range(2)]
+        empty = torch.empty(0, dtype=torch.float64)
+        names = [o.name for o in lib.outputs]
+        out_grads = [gy if n == "h" else empty for n in names]
+        # backward has no derivative of its own (double backward raises), so its autograd test is left out.
+        torch.library.opcheck(ops.backward.default, (lib.address, ws, params.detach(), out_grads, gs, empty, 3, 2),
+                              test_utils=("test_schema", "test_faketensor", "test_aot_dispatch_dynamic"))
+    finally:
+        use("cpp")
 
 
 def test_packaged_cells_are_the_samples():
