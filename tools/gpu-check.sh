@@ -17,6 +17,8 @@
 #           synccheck) and ncu's count of launches per step, after the tests pass
 #   rnnc    bench/gpu/rnnc_bench.py: rnnc bench --device cuda, lstm/gru/peephole,
 #           B in 1 16 64 256, H in 256 1024, T = 100
+#   torch-layer  the PyTorch package (python/rnnc) on CUDA: python/tests/test_torch_cuda.py,
+#           then the layer against nn.LSTM (cuDNN), tools/bench-torch.py --cuda
 #   torch   bench/gpu/torch_rnn.py: cuDNN LSTM/GRU, peephole eager and compiled
 #   report  bench/gpu/report.py: the table, printed last, and written below the
 #           marker of docs/benchmarks/gpu.md
@@ -143,6 +145,33 @@ if [ $scan_only = 1 ]; then
   if [ $failed = 1 ]; then exit 1; fi
   if [ "$tests_rc" = 77 ] || [ $scan_rc = 77 ]; then exit 77; fi
   exit 0
+fi
+
+# ---- the PyTorch package on CUDA: its tests, then one timing against cuDNN (at most 150 s)
+if python3 -c "import torch" 2>/dev/null; then
+  torch_env=(RNNC="$rnnc" RNNC_NVCC="$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")
+  with_blas env "${torch_env[@]}" timeout -k 10 120 python3 -m pytest -q -p no:cacheprovider -rs \
+    python/tests/test_torch_cuda.py >"$out/torch-layer.log" 2>&1
+  layer_rc=$?
+  tail -3 "$out/torch-layer.log"
+  if [ $layer_rc = 0 ] && grep -q "SKIPPED.*no CUDA device" "$out/torch-layer.log" && [ "$tests_rc" != 77 ]; then
+    phase torch-layer "FAILED: GPU tests skipped on a machine with a GPU ($out/torch-layer.log)"; failed=1
+  elif [ $layer_rc = 0 ]; then
+    left=$((deadline > SECONDS ? deadline - SECONDS : 0))
+    if [ $left -ge 60 ] && with_blas env "${torch_env[@]}" timeout -k 5 $((left < 90 ? left : 90)) \
+         python3 tools/bench-torch.py --cuda --runs 30 >"$out/torch-layer.md" 2>>"$out/torch-layer.log"; then
+      cat "$out/torch-layer.md"
+      phase torch-layer "passed: $(tail -1 "$out/torch-layer.log" | head -c 120); timing: $out/torch-layer.md"
+    else
+      phase torch-layer "passed: $(tail -1 "$out/torch-layer.log" | head -c 120); timing not run or failed ($left s left)"
+    fi
+  elif [ $layer_rc = 124 ]; then
+    phase torch-layer "FAILED: over 120 s ($out/torch-layer.log)"; failed=1
+  else
+    phase torch-layer "FAILED: $(tail -1 "$out/torch-layer.log" | head -c 160)"; failed=1
+  fi
+else
+  phase torch-layer "not run: no PyTorch"
 fi
 
 # ---- the benchmarks: rnnc, then PyTorch, one after the other on the GPU
