@@ -234,14 +234,17 @@ def build_ops_library():
     system C++ compiler against torch's headers and libraries, cached by content like a bundle.
     Returns the library's path, for torch.ops.load_library."""
     import torch
-    from torch.utils import cpp_extension
+    torch_dir = os.path.dirname(os.path.abspath(torch.__file__))
+    # torch.utils.cpp_extension's include_paths() and library_paths() for the CPU, without
+    # importing it (it looks for a CUDA runtime and warns where there is none).
+    includes = [os.path.join(torch_dir, "include"), os.path.join(torch_dir, "include", "torch", "csrc", "api", "include")]
+    libdirs = [os.path.join(torch_dir, "lib")]
     with open(os.path.join(HERE, "csrc", "ops.cpp"), "rb") as f:
         source = f.read()
     include = _runtime_include(find_rnnc())
     cxx = _cxx()
-    libdirs = cpp_extension.library_paths()
     flags = (["-std=c++20", "-O2", "-fPIC", "-shared", f"-D_GLIBCXX_USE_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}"] +
-             ["-I" + p for p in cpp_extension.include_paths()] + ["-I" + include])
+             ["-I" + p for p in includes] + ["-I" + include])
     libs = [f"-L{d}" for d in libdirs] + ["-lc10", "-ltorch", "-ltorch_cpu"] + [f"-Wl,-rpath,{d}" for d in libdirs]
     key = hashlib.sha256(b"\0".join([source, " ".join(flags + libs).encode(), _cxx_version(cxx).encode(),
                                      torch.__version__.encode(), _headers_text(include)])).hexdigest()[:24]
