@@ -347,6 +347,7 @@ class Recurrent(torch.nn.Module):
         if expect != lib.param_elements:
             raise RuntimeError(f"{lib.name}: the param table covers {expect} of {lib.param_elements} elements")
         self._order = [p.name for p in order]
+        self._slots = []  # (module, leaf name) per param in the table's order: a fast path to each
         for p in order:
             value = init[p.name].to(dt) if init is not None else torch.zeros(p.shape, dtype=dt)
             if tuple(value.shape) != p.shape:
@@ -360,6 +361,7 @@ class Recurrent(torch.nn.Module):
                     owner.add_module(part, torch.nn.Module())
                 owner = getattr(owner, part)
             owner.register_parameter(leaf, torch.nn.Parameter(value.clone()))
+            self._slots.append((owner, leaf))
 
     def _library(self, dtype, device, forward_only=False):
         """The build for dtype on device (the forward-only one if asked and available), built lazily."""
@@ -387,7 +389,7 @@ class Recurrent(torch.nn.Module):
         return self._library(p.dtype, p.device, forward_only).workspace_bytes(T, B)
 
     def _param_probe(self):
-        return self.get_parameter(self._order[0]) if self._order else torch.empty(0)
+        return self._slots[0][0]._parameters[self._slots[0][1]] if self._slots else torch.empty(0)
 
     @property
     def _lib(self):
@@ -399,7 +401,10 @@ class Recurrent(torch.nn.Module):
         return self.get_parameter(name)
 
     def _flat_params(self):
-        return torch.cat([self.get_parameter(n).reshape(-1) for n in self._order])
+        ps = [owner._parameters[leaf].reshape(-1) for owner, leaf in self._slots]
+        if len(ps) == 1:
+            return ps[0]
+        return torch.cat(ps) if ps else torch.empty(0)
 
     @property
     def inputs(self):

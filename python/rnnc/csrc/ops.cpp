@@ -313,6 +313,10 @@ std::vector<Tensor> forwardAutograd(int64_t model, const Tensor &params, at::Ten
 
 std::vector<Tensor> backwardAutograd(int64_t model, const Tensor &ws, const Tensor &params, at::TensorList outputGrads,
                                      at::TensorList stateGrads, const Tensor &lossGrad, int64_t T, int64_t B) {
+  if (!at::GradMode::is_enabled()) { // the usual backward (no create_graph): no node to record
+    at::AutoDispatchBelowADInplaceOrView guard;
+    return callBackward(model, ws, params, outputGrads, stateGrads, lossGrad, T, B);
+  }
   return Backward::apply(model, ws, params, outputGrads, stateGrads, lossGrad, T, B);
 }
 
