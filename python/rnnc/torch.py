@@ -336,6 +336,7 @@ class Recurrent(torch.nn.Module):
         self._source = source
         self._manifest = source.bundle(target, False)[0]
         self._libs = {}  # (dtype, target, arch, forward_only) -> Library
+        self._fast = {}  # (dtype, device) -> [training Library, forward-only Library or None]: forward's lookup
         lib = self._library(dtype, torch.device(target))
         dt = dtype
         order = sorted(lib.params, key=lambda p: p.offset)
@@ -421,9 +422,12 @@ class Recurrent(torch.nn.Module):
     def forward(self, *inputs, state=None, batch_first=False):
         p = self._param_probe()
         dev, dt = p.device, p.dtype
-        if dev.type == "cuda":
-            _check_cuda(dev, self._manifest["model"])
-        lib = self._library(dt, dev)
+        pair = self._fast.get((dt, dev))
+        if pair is None:
+            if dev.type == "cuda":
+                _check_cuda(dev, self._manifest["model"])
+            pair = self._fast[(dt, dev)] = [self._library(dt, dev), None]
+        lib = pair[0]
         if len(inputs) != len(lib.inputs):
             raise TypeError(f"{lib.name} takes {len(lib.inputs)} inputs ({', '.join(self.inputs)}), "
                             f"not {len(inputs)}")
@@ -483,7 +487,12 @@ class Recurrent(torch.nn.Module):
         params = self._flat_params()
         need_grad = torch.is_grad_enabled() and (params.requires_grad or any(x.requires_grad for x in xs) or
                                                  any(v.requires_grad for v in states))
-        run = lib if need_grad else self._library(dt, dev, forward_only=True)
+        if need_grad:
+            run = lib
+        else:
+            if pair[1] is None:
+                pair[1] = self._library(dt, dev, forward_only=True)
+            run = pair[1]
         res = (_BINDING or binding()).forward(run.address, params, xs, states, int(T), int(B))
         n_out = len(lib.outputs)
         outs = res[:n_out]
