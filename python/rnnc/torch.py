@@ -554,15 +554,16 @@ CELLS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cells")  # cop
 
 
 def from_torch(module):
-    """nn.LSTM or nn.GRU (one layer, one direction, with bias) as the Recurrent of samples/lstm.rnn or gru.rnn."""
+    """nn.LSTM or nn.GRU (one layer, one direction, with bias) as the Recurrent of samples/lstm.rnn or
+    gru.rnn, with its weights, on its device."""
     kinds = {torch.nn.LSTM: "lstm.rnn", torch.nn.GRU: "gru.rnn"}
     kind = kinds.get(type(module))
     if kind is None:
         raise TypeError(f"from_torch takes nn.LSTM or nn.GRU, not {type(module).__name__}")
     if module.num_layers != 1 or module.bidirectional or not module.bias or getattr(module, "proj_size", 0):
         raise ValueError("from_torch takes one layer, one direction, with bias, no projection")
-    dt = module.weight_ih_l0.dtype
-    rec = load(os.path.join(CELLS, kind), dtype=dt, I=module.input_size, H=module.hidden_size)
+    dt, dev = module.weight_ih_l0.dtype, module.weight_ih_l0.device
+    rec = load(os.path.join(CELLS, kind), dtype=dt, device=dev, I=module.input_size, H=module.hidden_size)
     names = {"W_ih": "weight_ih_l0", "W_hh": "weight_hh_l0", "b_ih": "bias_ih_l0", "b_hh": "bias_hh_l0"}
     with torch.no_grad():
         for ours, theirs in names.items():
