@@ -10,6 +10,8 @@
 #           with -lopenblas at run time (the pack's OpenBLAS, by RNNC_CXXFLAGS,
 #           RNNC_LDFLAGS and LD_LIBRARY_PATH), as the GPU tests need
 #   tests   tests/gpu/run.py: CUDA results against CPU results on every sample
+#   abi     tests/cuda/no_device.cpp on the LSTM --jit bundle: ABI v3 on a GPU (the
+#           caller's stream, forward's results, two threads at once)
 #   scan    bench/gpu/time_parallel.py: loops in parallel over time (minGRU's scan,
 #           IndRNN's Newton) against the same loops step by step, T = 2^7 .. 2^16,
 #           and their error; written to docs/benchmarks/gpu-time-parallel.md
@@ -115,6 +117,25 @@ case $tests_rc in
   124) phase tests "FAILED: over 300 s"; failed=1 ;;
   *) phase tests "FAILED: $(tail -1 "$out/tests.log")"; failed=1 ;;
 esac
+
+# ---- the C ABI (v3) on the device: tests/cuda/no_device.cpp against the LSTM as
+#      a --jit bundle: the caller's stream, results written by forward, two
+#      threads with their own workspaces and streams at once
+abi=$build/abi
+cuda_root=$(dirname "$(dirname "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")")
+if rm -rf "$abi" && "$rnnc" compile samples/lstm.rnn --target cuda --jit -o "$abi" >"$out/abi.log" 2>&1 &&
+   c++ -std=c++17 -O2 -pthread -I"$abi" -Iruntime/include -I"$cuda_root/include" tests/cuda/no_device.cpp \
+     "$abi/LSTM.cpp" -L"$cuda_root/lib64" -Wl,-rpath,"$cuda_root/lib64" -lcudart -lcublas -lnvrtc \
+     -o "$abi/no_device" >>"$out/abi.log" 2>&1; then
+  if timeout -k 5 120 "$abi/no_device" >>"$out/abi.log" 2>&1; then
+    phase abi "passed: $(grep -m1 'GPU\|no GPU' "$out/abi.log"); $(grep -m1 'two threads' "$out/abi.log" || true)"
+  else
+    phase abi "FAILED: $(tail -3 "$out/abi.log" | tr '\n' ' ')"; failed=1
+  fi
+else
+  tail -20 "$out/abi.log"
+  phase abi "FAILED to build ($out/abi.log)"; failed=1
+fi
 
 # ---- loops in parallel over time against the same loops step by step
 scan_budget=$([ $scan_only = 1 ] && echo 300 || echo 100)

@@ -66,7 +66,7 @@ std::string abiTable(const Program &p, Target target) {
   w.blank().open("int64_t workspace_bytes(int64_t T, int64_t B) {{").line("Workspace ws;");
   w.line("return layout(T, B, nullptr, &ws);").close().blank();
   w.line("const char *last_error() {{ return rnnc::host::last_error().c_str(); }}").blank();
-  if (target == Target::Cpu) w.line("int synchronize() {{ return 0; }}").blank();
+  if (target == Target::Cpu) w.line("int synchronize(void *) {{ return 0; }}").blank();
   w.line("}} // namespace").blank();
   w.open("extern \"C\" const rnnc_model *rnnc_model_{}(void) {{", id);
   w.line("// The lines follow the groups of rnnc_model's fields.").line("// clang-format off");
@@ -75,7 +75,8 @@ std::string abiTable(const Program &p, Target target) {
   w.line("{}, {}, kParams,", p.paramElements, p.params.size());
   w.line("{}, kInputs, {}, kOutputs, {}, kStates, {},", p.inputs.size(), p.outputs.size(), p.states.size(),
          p.hasLoss ? 1 : 0);
-  w.line("{}, kSeeds, {}, kInputGrads,", p.seeds.size(), p.inputGrads.size());
+  w.line("{}, kSeeds, {}, kInputGrads, {}, {},", p.seeds.size(), p.inputGrads.size(), p.stateSeeds.empty() ? 0 : 1,
+         p.hasBackward ? 1 : 0);
   w.line("workspace_bytes, forward, backward, read_output, read_final_state, read_loss, last_error,");
   if (target == Target::Cuda) w.line("RNNC_DEVICE_CUDA, synchronize, device_alloc, device_free, device_copy,");
   else w.line("RNNC_DEVICE_CPU, synchronize, nullptr, nullptr, nullptr,");
@@ -144,6 +145,8 @@ static nlohmann::json manifestOf(const Program &p, const SourceManager &sm, Targ
   m["loss"] = p.hasLoss;
   m["seeds"] = ports(p.seeds, false);
   m["input_grads"] = ports(p.inputGrads, false);
+  m["backward"] = p.hasBackward;
+  m["state_seeds"] = !p.stateSeeds.empty();
   auto lines = [&](const KernelIR &k) {
     json a = json::array();
     std::set<std::string> seen;

@@ -38,7 +38,15 @@ public:
   }
   void readerLayout(Writer &w, const char *failed, bool rows) const override {
     (void)failed, (void)rows;
-    w.line("layout(T, B, const_cast<void *>(mem), &ws);");
+    w.line("(void)stream;").line("layout(T, B, const_cast<void *>(mem), &ws);");
+  }
+  void context(Writer &w, bool backward) const override {
+    (void)backward;
+    w.line("(void)stream; // the CPU runs on the calling thread");
+  }
+  void lossInto(Writer &w, const Buffer *b) const override {
+    if (b) w.line("*static_cast<real *>(loss) = static_cast<real>(mean_of(ws.{} + {} * B, T * B));", b->name, b->padBefore);
+    else w.line("*static_cast<real *>(loss) = 0;");
   }
   void lossMean(Writer &w, const Buffer &b) const override {
     w.line("return mean_of(ws.{} + {} * B, T * B);", b.name, b.padBefore);

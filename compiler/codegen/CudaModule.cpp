@@ -48,8 +48,9 @@ public:
   void enter(Writer &w) const override { w.line("if (!ready()) return 1;"); }
   void context(Writer &w, bool backward) const override;
   std::string indexCheck(size_t k, const PortIR &in) const override {
-    return fmt::format("if (check_device_indices(static_cast<const int32_t *>(inputs[{}]), T * B, {}, \"{}\")) return 1;",
-                       k, in.width, in.name);
+    return fmt::format(
+        "if (check_device_indices(static_cast<const int32_t *>(inputs[{}]), T * B, {}, \"{}\", s0)) return 1;", k, in.width,
+        in.name);
   }
   void clearGradients(Writer &w) const override;
   void stages(Writer &w, bool backward) override;
@@ -61,8 +62,18 @@ public:
            g.width, dst, g.depth, g.width, CPrinter::literal(g.leaf.value));
   }
   void readerLayout(Writer &w, const char *failed, bool rows) const override {
-    w.line("if (!ready() || !layout(T, B, const_cast<void *>(mem), &ws)) return{}{};", *failed ? " " : "", failed);
-    if (rows) w.line("cudaStream_t s0 = context().stream(0);");
+    (void)rows;
+    w.line("if (!ready() || !layout(T, B, const_cast<void *>(mem), &ws) || !context().bind(stream)) return{}{};",
+           *failed ? " " : "", failed);
+    w.line("cudaStream_t s0 = context().stream(0);");
+  }
+  void lossInto(Writer &w, const Buffer *b) const override {
+    if (b)
+      // The argument types are the kernel's parameter types (the emulator calls it through them).
+      w.line("if (!launch(kernel_[2], \"mean\", 1, 256, s0, static_cast<const real *>(ws.{} + {} * B), T * B, "
+             "static_cast<real *>(loss))) return 1;",
+             b->name, b->padBefore);
+    else w.line("RNNC_CUDA_CHECK(cudaMemsetAsync(loss, 0, sizeof(real), s0));");
   }
   void lossMean(Writer &w, const Buffer &b) const override;
 
@@ -260,8 +271,9 @@ void CudaHost::stages(Writer &w, bool backward) {
 }
 
 void CudaHost::context(Writer &w, bool backward) const {
-  w.line("Context &c = context();").line("cudaStream_t s0 = c.stream(0);");
-  if (backward) w.line("(void)c, (void)seeds, (void)input_grads, (void)state_grads;");
+  w.line("Context &c = context();");
+  w.line("if (!c.bind(stream)) return 1;").line("cudaStream_t s0 = c.stream(0); // the caller's");
+  if (backward) w.line("(void)c, (void)seeds, (void)state_seeds, (void)input_grads, (void)state_grads;");
   else w.line("(void)c, (void)s0;");
 }
 
@@ -274,8 +286,10 @@ void CudaHost::clearGradients(Writer &w) const {
 
 void CudaHost::lossMean(Writer &w, const Buffer &b) const {
   w.line("std::vector<real> loss(static_cast<size_t>(T * B));");
-  w.line("if (cudaMemcpy(loss.data(), ws.{} + {} * B, loss.size() * sizeof(real), cudaMemcpyDeviceToHost) != cudaSuccess)",
+  w.line("if (cudaMemcpyAsync(loss.data(), ws.{} + {} * B, loss.size() * sizeof(real), cudaMemcpyDeviceToHost, s0) != "
+         "cudaSuccess ||",
          b.name, b.padBefore);
+  w.line("    cudaStreamSynchronize(s0) != cudaSuccess)");
   w.indent().line("return NAN;").dedent();
   w.line("return mean_of(loss.data(), T * B);");
 }
@@ -350,8 +364,9 @@ void CudaHost::tables(Writer &w) {
 /// context() and ready() (with --jit, the kernels loaded once), and the check
 /// of index inputs, which live on the device.
 void CudaHost::readiness(Writer &w) {
-  w.open("Context &context() {{").line("static Context c;").line("return c;").close().blank();
-  w.line("/// The streams, events and cuBLAS handles (and, --jit, the compiled kernels), once.");
+  w.line("/// This thread's streams, events and cuBLAS handles: distinct threads run distinct workspaces at once.");
+  w.open("Context &context() {{").line("thread_local Context c;").line("return c;").close().blank();
+  w.line("/// The streams, events and cuBLAS handles of this thread (and, --jit, the compiled kernels), once.");
   w.open("bool ready() {{").line("if (!context().ready(kStreams, kEvents, kTf32)) return false;");
   if (o_.jit) {
     w.line("static std::mutex mutex;").line("static int loaded = -1;");
@@ -368,10 +383,11 @@ void CudaHost::readiness(Writer &w) {
   bool indexInputs = false;
   for (const PortIR &in : p_.inputs) indexInputs |= in.index;
   if (!indexInputs) return;
-  w.line("/// Index input x (device memory) checked on the host: every value in [0, range).");
-  w.open("int check_device_indices(const int32_t *x, int64_t n, int64_t range, const char *input) {{");
+  w.line("/// Index input x (device memory, written by work on stream s) checked on the host: every value in [0, range).");
+  w.open("int check_device_indices(const int32_t *x, int64_t n, int64_t range, const char *input, cudaStream_t s) {{");
   w.line("std::vector<int32_t> host(static_cast<size_t>(n));");
-  w.line("RNNC_CUDA_CHECK(cudaMemcpy(host.data(), x, host.size() * sizeof(int32_t), cudaMemcpyDeviceToHost));");
+  w.line("RNNC_CUDA_CHECK(cudaMemcpyAsync(host.data(), x, host.size() * sizeof(int32_t), cudaMemcpyDeviceToHost, s));");
+  w.line("RNNC_CUDA_CHECK(cudaStreamSynchronize(s));");
   w.line("return check_indices(host.data(), n, range, input) ? 0 : 1;").close().blank();
 }
 
@@ -384,7 +400,7 @@ void CudaHost::runner(Writer &w) {
   w.line("int run(StageFn fn, int stage, bool loop, const Workspace &ws, const real *P, real *G, int64_t T, int64_t B, int s,");
   w.open("        const void *mem) {{");
   w.line("Context &c = context();").line("if (!kCudaGraphs || !loop) return fn(ws, P, G, T, B, c.stream(s), c.blas(s));");
-  w.line("static GraphCache graphs;");
+  w.line("thread_local GraphCache graphs;");
   w.line("std::vector<const void *> key = {{mem, P, G, reinterpret_cast<const void *>(T), reinterpret_cast<const void *>(B)}};");
   w.line("return run_captured(graphs, stage, key, c.stream(s), [&](cudaStream_t stream) {{ return fn(ws, P, G, T, B, stream, "
          "c.blas(s)); }});");
@@ -392,7 +408,7 @@ void CudaHost::runner(Writer &w) {
 }
 
 void CudaHost::extras(Writer &w) {
-  w.open("int synchronize() {{").line("if (!ready()) return 1;");
+  w.open("int synchronize(void *stream) {{").line("if (!ready() || !context().bind(stream)) return 1;");
   w.line("RNNC_CUDA_CHECK(cudaStreamSynchronize(context().stream(0)));").line("return 0;").close().blank();
 }
 

@@ -120,6 +120,14 @@ RNNC_KERNEL __launch_bounds__(256) void fill(real *a, int64_t n, real value) {
   for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x) a[e] = value;
 }
 
+// rnnc helper: out[0] = the mean of a[0 .. n), summed by one block (the loss forward returns).
+RNNC_KERNEL __launch_bounds__(256) void mean(const real *__restrict__ a, int64_t n, real *__restrict__ out) {
+  real s = 0;
+  for (int64_t e = threadIdx.x; e < n; e += blockDim.x) s += a[e];
+  s = block_sum(s);
+  if (threadIdx.x == 0) out[0] = s / real(n);
+}
+
 // rnnc helper: g[row[r]][i] += d[r][i] for r < rows: a thread owns column i
 // of every table row, so the sums need no atomics and do not change between runs.
 RNNC_KERNEL __launch_bounds__(256) void grad_embed(const real *__restrict__ d, const int32_t *__restrict__ row,
@@ -285,7 +293,7 @@ std::string CudaPrinter::fusedKernel(const KernelIR &k) {
 std::string CudaPrinter::libraryKernel(const KernelIR &) { RNNC_UNREACHABLE("library kernels are host calls on CUDA"); }
 
 std::vector<std::string> cudaKernelNames(const Program &p) {
-  std::vector<std::string> names = {"fill", "grad_embed"};
+  std::vector<std::string> names = {"fill", "grad_embed", "mean"};
   for (const KernelIR &k : p.kernels)
     if (k.kind == KernelIR::Kind::Fused) names.push_back(k.name);
   for (size_t s = 0; s < p.stages.size(); ++s)

@@ -28,6 +28,8 @@ private:
   void paddingClears(bool backward);
   void inputCopies();
   void seedCopies();
+  void results();
+  void stateSeedCopies();
   void gradientReads();
   /// `if (cond)` and the statement under it.
   void guarded(const std::string &cond, const std::string &statement) {
@@ -58,7 +60,8 @@ std::string HostPrinter::print() {
 
 void HostPrinter::forward() {
   w_.line("int forward(void *mem, int64_t T, int64_t B, const void *params, const void *const *inputs,");
-  w_.open("            const void *const *states) {{");
+  w_.line("            const void *const *states, void *const *outputs, void *const *final_states, void *loss,");
+  w_.open("            void *stream) {{");
   t_.enter(w_);
   w_.line("Workspace ws;").line("if (!layout(T, B, mem, &ws)) return fail_too_large(T, B);");
   w_.line("const real *P = static_cast<const real *>(params);").line("real *G = nullptr;");
@@ -69,12 +72,42 @@ void HostPrinter::forward() {
   paddingClears(false);
   inputCopies();
   t_.stages(w_, false);
+  results();
   w_.line("(void)G;").line("return 0;").close();
+}
+
+/// forward's copies of the outputs, final states and loss the caller asked for.
+void HostPrinter::results() {
+  w_.line("// The results the caller asked for.");
+  for (size_t k = 0; k < p_.outputs.size(); ++k) {
+    const PortIR &o = p_.outputs[k];
+    const Buffer &b = p_.buffers[o.buffer];
+    guarded(fmt::format("outputs && outputs[{}]", k),
+            t_.rows(fmt::format("read_rows(ws.{}, {}, T, B, {}, static_cast<{} *>(outputs[{}])", b.name,
+                                b.padBefore - o.delay, b.width, typeOf(b), k)));
+  }
+  for (size_t k = 0; k < p_.states.size(); ++k) {
+    const PortIR &s = p_.states[k];
+    const Buffer &b = p_.buffers[s.buffer];
+    guarded(fmt::format("final_states && final_states[{}]", k),
+            t_.rows(fmt::format("read_rows(ws.{}, {} + T - {}, {}, B, {}, static_cast<{} *>(final_states[{}])", b.name,
+                                b.padBefore, s.depth, s.depth, b.width, typeOf(b), k)));
+  }
+  w_.line("if (loss)").indent();
+  t_.lossInto(w_, p_.lossBuffer >= 0 ? &p_.buffers[p_.lossBuffer] : nullptr);
+  w_.dedent();
 }
 
 void HostPrinter::backward() {
   w_.line("int backward(void *mem, int64_t T, int64_t B, const void *params, const void *const *seeds,");
-  w_.open("             void *param_grads, void *const *input_grads, void *const *state_grads) {{");
+  w_.line("             const void *const *state_seeds, void *param_grads, void *const *input_grads,");
+  w_.open("             void *const *state_grads, void *stream) {{");
+  if (!p_.hasBackward) {
+    w_.line("(void)mem, (void)T, (void)B, (void)params, (void)seeds, (void)state_seeds, (void)param_grads;");
+    w_.line("(void)input_grads, (void)state_grads, (void)stream;");
+    w_.line("return fail_no_backward(\"{}\");", p_.name).close();
+    return;
+  }
   t_.enter(w_);
   w_.line("Workspace ws;").line("if (!layout(T, B, mem, &ws)) return fail_too_large(T, B);");
   w_.line("const real *P = static_cast<const real *>(params);").line("real *G = static_cast<real *>(param_grads);");
@@ -82,6 +115,7 @@ void HostPrinter::backward() {
   t_.clearGradients(w_);
   paddingClears(true);
   seedCopies();
+  stateSeedCopies();
   t_.stages(w_, true);
   if (!p_.epilogue.empty()) w_.line("// The initial states' gradients: the state adjoints at steps -depth .. -1.");
   for (int k : p_.epilogue)
@@ -129,6 +163,21 @@ void HostPrinter::seedCopies() {
   }
 }
 
+/// A final state's seed buffer holds zeros but at its last `depth` steps
+/// (those before the first, in the padding, when T < depth).
+void HostPrinter::stateSeedCopies() {
+  for (const PortIR &seed : p_.stateSeeds) {
+    size_t k = 0;
+    while (p_.states[k].name != seed.name) ++k;
+    const Buffer &b = p_.buffers[seed.buffer];
+    RNNC_ASSERT(b.padBefore >= seed.depth, b.name + ": a final state's seed needs the steps before the first");
+    w_.line("{}", t_.rows(fmt::format("clear_rows(ws.{}, {}, T, B, {}", b.name, b.padBefore, b.width)));
+    guarded(fmt::format("state_seeds && state_seeds[{}]", k),
+            t_.rows(fmt::format("copy_rows(ws.{}, {} + T - {}, static_cast<const real *>(state_seeds[{}]), {}, B, {}",
+                                b.name, b.padBefore, seed.depth, k, seed.depth, b.width)));
+  }
+}
+
 /// Backward's copies of input and state gradients out; a state the
 /// objective does not reach gets zeros, one whose gradient is a constant that.
 void HostPrinter::gradientReads() {
@@ -159,7 +208,7 @@ void HostPrinter::gradientReads() {
 }
 
 void HostPrinter::readers() {
-  w_.open("void read_output(const void *mem, int64_t T, int64_t B, int32_t k, void *out) {{");
+  w_.open("void read_output(const void *mem, int64_t T, int64_t B, int32_t k, void *out, void *stream) {{");
   w_.line("Workspace ws;");
   t_.readerLayout(w_, "", true);
   w_.line("switch (k) {{");
@@ -174,7 +223,7 @@ void HostPrinter::readers() {
   }
   w_.line("}}").close().blank();
 
-  w_.open("void read_final_state(const void *mem, int64_t T, int64_t B, int32_t k, void *out) {{");
+  w_.open("void read_final_state(const void *mem, int64_t T, int64_t B, int32_t k, void *out, void *stream) {{");
   w_.line("Workspace ws;");
   t_.readerLayout(w_, "", true);
   w_.line("switch (k) {{");
@@ -189,13 +238,13 @@ void HostPrinter::readers() {
   }
   w_.line("}}").close().blank();
 
-  w_.open("double read_loss(const void *mem, int64_t T, int64_t B) {{");
+  w_.open("double read_loss(const void *mem, int64_t T, int64_t B, void *stream) {{");
   if (p_.lossBuffer >= 0) {
     w_.line("Workspace ws;");
     t_.readerLayout(w_, "NAN", false);
     t_.lossMean(w_, p_.buffers[p_.lossBuffer]);
   } else {
-    w_.line("(void)mem, (void)T, (void)B;").line("return 0;");
+    w_.line("(void)mem, (void)T, (void)B, (void)stream;").line("return 0;");
   }
   w_.close();
 }

@@ -36,7 +36,7 @@ public:
   /// as forward and backward issue it; `reading`: as the readers do.
   virtual std::string rows(const std::string &call, bool reading = false) const = 0;
   /// forward's and backward's first lines (before the workspace), and the
-  /// lines after P and G.
+  /// lines after P and G (which take the caller's `stream`).
   virtual void enter(Writer &w) const { (void)w; }
   virtual void context(Writer &w, bool backward) const { (void)w, (void)backward; }
   /// The statement checking index input k (returns 1 when a value is out of range).
@@ -54,6 +54,9 @@ public:
   virtual void readerLayout(Writer &w, const char *failed, bool rows) const = 0;
   /// read_loss's mean of the loss buffer's T·B values.
   virtual void lossMean(Writer &w, const Buffer &loss) const = 0;
+  /// forward's statement writing that mean (0 when `loss` is null: the model
+  /// has none) to the caller's `loss`.
+  virtual void lossInto(Writer &w, const Buffer *loss) const = 0;
 };
 
 /// The whole host module of p: the banner, t's header and definitions,

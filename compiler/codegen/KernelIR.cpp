@@ -346,7 +346,7 @@ void ProgramBuilder::checkMemory() const {
     else RNNC_ASSERT(l.delay + l.before <= b.padBefore && -l.delay <= b.padAfter, what + ": past its padding");
   }
   std::set<int> ports{p_.lossBuffer};
-  for (const auto *list : {&p_.inputs, &p_.outputs, &p_.states, &p_.seeds, &p_.inputGrads, &p_.stateGrads})
+  for (const auto *list : {&p_.inputs, &p_.outputs, &p_.states, &p_.seeds, &p_.inputGrads, &p_.stateGrads, &p_.stateSeeds})
     for (const PortIR &port : *list) ports.insert(port.buffer);
   std::map<int, std::vector<int>> memory; // owner -> the buffers that use its memory
   for (size_t b = 0; b < buffers; ++b) {
@@ -431,12 +431,26 @@ bool ProgramBuilder::build(std::string &error) {
     s.depth = static_cast<int>(depths_.at(name));
     p_.states.push_back(s);
   }
+  p_.hasBackward = !g_.grads.seeds.empty();
   for (const GraphPort &seed : g_.grads.seeds) {
     if (seed.name == "loss") {
       p_.lossSeeded = true;
       continue;
     }
-    p_.seeds.push_back(port(seed.name, seed.value));
+    if (seed.name.rfind("final.", 0) != 0) {
+      p_.seeds.push_back(port(seed.name, seed.value));
+      continue;
+    }
+    // A state's final value: named as the state, its depth as the state's.
+    PortIR s = port(seed.name.substr(6), seed.value);
+    auto depth = depths_.find(s.name);
+    if (depth == depths_.end()) {
+      error = fmt::format("the compiled engines cannot yet seed the final value of {}: the passes removed every read of "
+                          "it at an earlier step (--engine interp can)", s.name);
+      return false;
+    }
+    s.depth = static_cast<int>(depth->second);
+    p_.stateSeeds.push_back(s);
   }
   for (const GraphPort &in : g_.grads.inputs) p_.inputGrads.push_back(port(in.name, in.value));
   if (g_.loss) {

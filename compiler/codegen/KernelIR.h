@@ -150,6 +150,10 @@ struct Program {
   std::vector<ParamSlot> params;
   int64_t paramElements = 0;
   std::vector<PortIR> inputs, outputs, states, seeds, inputGrads, stateGrads;
+  /// dL/d(final state), by state name: a [T][B][w] seed buffer the host fills
+  /// at the last `depth` steps (autodiff's "final.<state>" seeds).
+  std::vector<PortIR> stateSeeds;
+  bool hasBackward = false; // autodiff ran (else a forward-only build: backward fails)
   int lossBuffer = -1; // the per-step loss values
   bool hasLoss = false;
   bool lossSeeded = false; // backward differentiates the loss

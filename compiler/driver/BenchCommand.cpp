@@ -93,12 +93,14 @@ std::optional<Timing> timeModel(const rnnc_model &m, const Elaboration &e, int64
   auto ms = [](clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); };
   for (int i = 0; i < warmup + runs; ++i) {
     auto t0 = clock::now();
-    if (m.forward(ws, T, B, dParams, inputs.data(), nullptr) != 0 || m.synchronize() != 0) {
+    if (m.forward(ws, T, B, dParams, inputs.data(), nullptr, nullptr, nullptr, nullptr, nullptr) != 0 ||
+        m.synchronize(nullptr) != 0) {
       fmt::print(stderr, "rnnc: error: {}\n", m.last_error());
       return std::nullopt;
     }
     auto t1 = clock::now();
-    if (m.backward(ws, T, B, dParams, seeds.data(), dGrads, nullptr, nullptr) != 0 || m.synchronize() != 0) {
+    if (m.backward(ws, T, B, dParams, seeds.data(), nullptr, dGrads, nullptr, nullptr, nullptr) != 0 ||
+        m.synchronize(nullptr) != 0) {
       fmt::print(stderr, "rnnc: error: {}\n", m.last_error());
       return std::nullopt;
     }

@@ -24,6 +24,8 @@ public:
     c.add_flag("--jit", cuda_.jit, "cuda: kernels as a string for NVRTC, host code as plain C++");
     c.add_flag("--tf32", cuda_.tf32, "cuda: float GEMMs may use TF32 tensor cores (about 1e-3 relative error)");
     c.add_flag("--cuda-graphs", cuda_.cudaGraphs, "cuda: capture each loop's steps once as a CUDA graph and replay it");
+    c.add_flag("--forward-only", forwardOnly_,
+               "no backward: the workspace keeps nothing for it (inference); backward returns 1");
     c.add_flag("--no-format", noFormat_, "write the code as printed, not formatted with clang-format (and no .clang-format)");
   }
 
@@ -41,7 +43,7 @@ public:
     }
     CompileOptions o;
     if (!compileOptionsOf(common_, o)) return 1;
-    o.gradients = Gradients::All;
+    o.gradients = forwardOnly_ ? Gradients::None : Gradients::All;
     auto bundle = compileToBundle(common_.file, o, b);
     if (!bundle) return 1;
     std::string error;
@@ -70,7 +72,7 @@ private:
   CommonOptions common_;
   std::string target_, out_;
   codegen::CudaOptions cuda_;
-  bool noFormat_ = false;
+  bool noFormat_ = false, forwardOnly_ = false;
 };
 
 } // namespace

@@ -279,32 +279,42 @@ bool runLoadedModel(const rnnc_model &m, const InterpInputs &in, bool grad, Inte
     states.push_back(it == in.states.end() ? nullptr : s.is_index ? place(buf.index(it->second), n, 4) : place(buf.real(it->second), n, rb));
     if (it != in.states.end() && !states.back()) return failed();
   }
-  if (m.forward(ws, T, B, params, inputs.data(), states.data()) != 0) {
+  // forward writes the outputs, the final states and the loss where asked.
+  std::vector<void *> outputs, finals;
+  auto elements = [](const rnnc_tensor &t) { return t.is_index ? 1 : t.shape[0]; };
+  for (int32_t k = 0; k < m.n_outputs; ++k) outputs.push_back(mem.alloc(T * B * elements(m.outputs[k]) * rb));
+  for (int32_t k = 0; k < m.n_states; ++k) finals.push_back(mem.alloc(m.states[k].depth * B * elements(m.states[k]) * rb));
+  void *loss = m.has_loss ? mem.alloc(rb) : nullptr;
+  if (!mem.error().empty()) return failed();
+  if (m.forward(ws, T, B, params, inputs.data(), states.data(), outputs.data(), finals.data(), loss, nullptr) != 0) {
     error = m.last_error();
     return false;
   }
   for (int32_t k = 0; k < m.n_outputs; ++k) {
     const rnnc_tensor &o = m.outputs[k];
-    int64_t n = T * B * (o.is_index ? 1 : o.shape[0]);
-    void *d = mem.alloc(n * rb);
-    if (!d) return failed();
-    m.read_output(ws, T, B, k, d);
-    if (!back(d, n, o.is_index, out.outputs[o.name])) return failed();
+    if (!back(outputs[k], T * B * (o.is_index ? 1 : o.shape[0]), o.is_index, out.outputs[o.name])) return failed();
   }
   for (int32_t k = 0; k < m.n_states; ++k) {
     const rnnc_tensor &s = m.states[k];
-    int64_t n = s.depth * B * (s.is_index ? 1 : s.shape[0]);
-    void *d = mem.alloc(n * rb);
-    if (!d) return failed();
-    m.read_final_state(ws, T, B, k, d);
-    if (!back(d, n, s.is_index, out.finalStates[s.name])) return failed();
+    if (!back(finals[k], s.depth * B * (s.is_index ? 1 : s.shape[0]), s.is_index, out.finalStates[s.name])) return failed();
   }
-  if (m.has_loss) out.loss = m.read_loss(ws, T, B);
+  if (loss) {
+    std::vector<double> l;
+    if (!back(loss, 1, false, l)) return failed();
+    out.loss = l[0];
+  }
   if (!grad) return true;
   for (int32_t k = 0; k < m.n_seeds; ++k) {
     auto it = in.seeds.find(m.seeds[k].name);
     seeds.push_back(it == in.seeds.end() ? nullptr : place(buf.real(it->second), T * B * m.seeds[k].shape[0], rb));
     if (it != in.seeds.end() && !seeds.back()) return failed();
+  }
+  std::vector<const void *> stateSeeds;
+  for (int32_t k = 0; k < m.n_states; ++k) {
+    const rnnc_tensor &st = m.states[k];
+    auto it = in.finalSeeds.find(st.name);
+    stateSeeds.push_back(it == in.finalSeeds.end() ? nullptr : place(buf.real(it->second), st.depth * B * st.shape[0], rb));
+    if (it != in.finalSeeds.end() && !stateSeeds.back()) return failed();
   }
   void *grads = mem.alloc(m.param_elements * rb);
   std::vector<void *> inputGrads, stateGrads;
@@ -312,7 +322,8 @@ bool runLoadedModel(const rnnc_model &m, const InterpInputs &in, bool grad, Inte
   for (int32_t k = 0; k < m.n_states; ++k)
     stateGrads.push_back(m.states[k].is_index ? nullptr : mem.alloc(m.states[k].depth * B * m.states[k].shape[0] * rb));
   if (!grads || !mem.error().empty()) return failed();
-  if (m.backward(ws, T, B, params, seeds.data(), grads, inputGrads.data(), stateGrads.data()) != 0) {
+  if (m.backward(ws, T, B, params, seeds.data(), stateSeeds.data(), grads, inputGrads.data(), stateGrads.data(), nullptr) !=
+      0) {
     error = m.last_error();
     return false;
   }

@@ -120,12 +120,12 @@ int runGraph(Graph g, const RunOptions &o) {
     if (o.grad) {
       Objective objective;
       for (const auto &[name, file] : o.seeds) objective.outputs.push_back(name);
-      if (o.seeds.empty()) {
+      if (o.seeds.empty() && (o.finalSeeds.empty() || g.loss)) {
         if (!g.loss) fail(fmt::format("--grad without NAME=DY.npy means the loss, and {} has none: name the outputs, "
                                       "like --grad {}=DY.npy", g.name, g.outputs.empty() ? "y" : g.outputs[0].name));
         objective.loss = true;
       }
-      objective.inputGrads = objective.stateGrads = !o.paramGradsOnly;
+      objective.inputGrads = objective.stateGrads = objective.stateSeeds = !o.paramGradsOnly;
       SourceManager scratch;
       DiagnosticEngine diags(scratch);
       diags.setCapture(true);
@@ -194,12 +194,13 @@ int runGraph(Graph g, const RunOptions &o) {
     auto depths = stateDepths(g);
     std::map<std::string, NodeId> stateNodes;
     for (const auto &[name, id] : g.states()) stateNodes[name] = id;
-    for (const auto &[name, file] : o.states) {
+    // [B, n] or [k, B, n] for state `name`, from --state or --final-grad.
+    auto stateArray = [&](const std::string &name, const std::string &file, const char *what) {
       auto it = stateNodes.find(name);
       if (it == stateNodes.end()) {
         std::set<std::string> names;
         for (auto &[n, id] : stateNodes) names.insert(n);
-        fail(fmt::format("--state {}: {} has no state '{}' (its states: {})", name, g.name, name,
+        fail(fmt::format("{} {}: {} has no state '{}' (its states: {})", what, name, g.name, name,
                          names.empty() ? "none" : listNames(names)));
       }
       const Node &n = g.node(it->second);
@@ -214,7 +215,14 @@ int runGraph(Graph g, const RunOptions &o) {
         fail(fmt::format("{}: state {} must be {} array", file, name, n.isIndex ? "an integer" : "a float"));
       std::vector<double> v(static_cast<size_t>(k * in.B * w), 0.0);
       std::copy(a.data.begin(), a.data.end(), v.end() - static_cast<long>(a.data.size()));
-      in.states[name] = std::move(v);
+      return v;
+    };
+    for (const auto &[name, file] : o.states) in.states[name] = stateArray(name, file, "--state");
+    // The final states' gradients: [B, n] is the last step's.
+    for (const auto &[name, file] : o.finalSeeds) {
+      if (auto it = stateNodes.find(name); it != stateNodes.end() && g.node(it->second).isIndex)
+        fail(fmt::format("--final-grad {}: state {} is an index: it has no gradient", name, name));
+      in.finalSeeds[name] = stateArray(name, file, "--final-grad");
     }
     // Seeds: dL/dy per step, as the output.
     for (const auto &[name, file] : o.seeds) {

@@ -26,6 +26,7 @@ struct RunOptions {
   bool grad = false;                         // --grad given
   bool paramGradsOnly = false;               // --param-grads-only: no input or initial-state gradients
   std::map<std::string, std::string> seeds;  // output NAME -> DY.npy
+  std::map<std::string, std::string> finalSeeds; // --final-grad: state NAME -> DS.npy
   std::string out;                           // DIR
   bool f64 = false;
   bool compiled = false;              // the compiled engine (else the interpreter)

@@ -29,6 +29,9 @@ public:
     grad_ = c.add_option("--grad", grads_, "gradients of L = sum <y, dy> (alone: of the loss)")
                 ->expected(0, -1)
                 ->type_name("NAME=DY.npy");
+    c.add_option("--final-grad", finalGrads_, "with --grad: L += <s, ds> for a state's final value: [B, n] (or [k, B, n])")
+        ->allow_extra_args(false)
+        ->type_name("NAME=DS.npy");
     c.add_flag("--tf32", ro_.cuda.tf32, "cuda: float GEMMs may use TF32 tensor cores");
     c.add_flag("--cuda-graphs", ro_.cuda.cudaGraphs, "cuda: replay each loop as a CUDA graph");
     c.add_flag("--param-grads-only", ro_.paramGradsOnly,
@@ -48,8 +51,12 @@ public:
       fmt::print(stderr, "rnnc: error: --param-grads-only goes with --grad\n");
       return 1;
     }
+    if (!finalGrads_.empty() && (!ro_.grad || ro_.paramGradsOnly)) {
+      fmt::print(stderr, "rnnc: error: --final-grad goes with --grad (and not --param-grads-only)\n");
+      return 1;
+    }
     if (!namedFiles(inputs_, "--input", ro_.inputs) || !namedFiles(states_, "--state", ro_.states) ||
-        !namedFiles(grads_, "--grad", ro_.seeds))
+        !namedFiles(grads_, "--grad", ro_.seeds) || !namedFiles(finalGrads_, "--final-grad", ro_.finalSeeds))
       return 1;
     ro_.compiled = engine_ == "compiled";
     if (ro_.compiled) {
@@ -78,7 +85,7 @@ public:
 private:
   CommonOptions common_;
   RunOptions ro_;
-  std::vector<std::string> inputs_, states_, grads_;
+  std::vector<std::string> inputs_, states_, grads_, finalGrads_;
   CLI::Option *grad_ = nullptr;
   std::string dtype_ = "f32", device_ = "auto", engine_ = "compiled";
 };

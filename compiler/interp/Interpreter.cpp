@@ -73,6 +73,13 @@ void Interpreter::evalStep(NodeId id, int64_t t, int64_t b, double *out) const {
       out[0] = 1.0 / static_cast<double>(T_ * B_);
       return;
     }
+    if (seed && key.rfind("final.", 0) == 0) { // a state's final value: zero but at its last steps
+      auto it = in_.finalSeeds.find(key.substr(6));
+      const int64_t rows = it == in_.finalSeeds.end() ? 0 : static_cast<int64_t>(it->second.size()) / (B_ * w);
+      const int64_t row = t - (T_ - rows);
+      each([&](int64_t i) { return row >= 0 && row < rows ? it->second[(row * B_ + b) * w + i] : 0.0; });
+      return;
+    }
     const auto &src = seed ? in_.seeds.at(key) : in_.inputs.at(key);
     each([&](int64_t i) { return src[(t * B_ + b) * w + i]; });
     return;

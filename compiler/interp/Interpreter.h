@@ -25,6 +25,8 @@ struct InterpInputs {
   std::map<std::string, std::vector<double>> params; // every param
   std::map<std::string, std::vector<double>> states; // optional; missing states start at zero
   std::map<std::string, std::vector<double>> seeds;  // dL/dy for each seeded output (not "loss")
+  /// dL/d(final state) [k][B][w] by state (seeds "final.<state>"); missing: zero
+  std::map<std::string, std::vector<double>> finalSeeds;
 };
 
 struct InterpResult {

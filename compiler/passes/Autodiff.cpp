@@ -198,6 +198,17 @@ bool Differentiator::run(const Objective &objective, DiagnosticEngine &diags) {
     g_.grads.seeds.push_back({"loss", Edge(seed), g_.node(*g_.loss).locs.front()});
     seeds.push_back({Edge(*g_.loss), seed});
   }
+  // Each state's final value (its last `depth` steps): a seed read at every
+  // step, which the caller fills at the last steps only.
+  if (objective.stateSeeds)
+    for (const auto &[name, id] : g_.states()) {
+      if (g_.node(id).isIndex) continue;
+      const int64_t width = g_.node(id).width;
+      const std::vector<SourceRange> locs = g_.node(id).locs;
+      NodeId seed = b_.add({Op::Input, width, false, {}, {}, 0, 0, "grad.final." + name, locs, false, true});
+      g_.grads.seeds.push_back({"final." + name, Edge(seed), locs.front()});
+      seeds.push_back({Edge(id), seed});
+    }
   // 2. What the objective depends on.
   std::vector<bool> needed(forwardNodes, false);
   std::vector<NodeId> work;

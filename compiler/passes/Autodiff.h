@@ -24,6 +24,9 @@ struct Objective {
   /// training does not need them (truncated BPTT stops at a segment's start).
   bool inputGrads = true;
   bool stateGrads = true;
+  /// Plus sum <s, ds> over each state's final value (its last `depth` steps):
+  /// seeds named "final.<state>", zero but at those steps.
+  bool stateSeeds = true;
 };
 
 /// Returns false after reporting a user error (an output that cannot be

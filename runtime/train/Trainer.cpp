@@ -235,7 +235,15 @@ bool trainChecked(const rnnc_model &m, std::vector<float> &params, const TrainOp
   for (int32_t k = 0; k < m.n_inputs && mem.onDevice(); ++k)
     dInputs.push_back(mem.alloc(T * B * (m.inputs[k].is_index ? 1 : m.inputs[k].shape[0]) * 4));
   for (auto &c : r.carry) dStates.push_back(mem.mirror(c.data(), static_cast<int64_t>(c.size()) * 4));
-  if (!ws || !dParams || !dGrads || !dOutput || !mem.error().empty()) {
+  // What forward writes: the first output, the final states (the next
+  // segment's carry, once the step is kept) and the loss.
+  std::vector<std::vector<float>> finals = r.carry;
+  std::vector<void *> dFinals, dOutputs(static_cast<size_t>(m.n_outputs), nullptr);
+  for (auto &f : finals) dFinals.push_back(mem.mirror(f.data(), static_cast<int64_t>(f.size()) * 4));
+  dOutputs[0] = dOutput;
+  float lossValue = 0;
+  void *dLoss = mem.mirror(&lossValue, 4);
+  if (!ws || !dParams || !dGrads || !dOutput || !dLoss || !mem.error().empty()) {
     error = fmt::format("model '{}': {}", m.name, mem.error());
     return false;
   }
@@ -269,11 +277,13 @@ bool trainChecked(const rnnc_model &m, std::vector<float> &params, const TrainOp
     for (size_t k = 0; k < dStates.size(); ++k)
       if (!moved(mem.upload(dStates[k], r.carry[k].data(), static_cast<int64_t>(r.carry[k].size()) * 4))) return false;
     if (!moved(mem.upload(dParams, params.data(), paramBytes))) return false;
-    if (m.forward(ws, T, B, dParams, inputs.data(), r.carry.empty() ? nullptr : states.data())) {
+    if (m.forward(ws, T, B, dParams, inputs.data(), r.carry.empty() ? nullptr : states.data(), dOutputs.data(),
+                  dFinals.data(), dLoss, nullptr)) {
       error = fmt::format("model '{}': forward failed at step {}: {}", m.name, step, m.last_error());
       return false;
     }
-    const double loss = m.read_loss(ws, T, B);
+    if (!moved(mem.download(&lossValue, dLoss, 4))) return false;
+    const double loss = lossValue;
     double norm = 0;
     std::string bad;
     if (!std::isfinite(loss)) {
@@ -283,7 +293,7 @@ bool trainChecked(const rnnc_model &m, std::vector<float> &params, const TrainOp
              : !largest.empty() ? " (the params are finite; the largest is " + largest + ")"
                                 : std::string());
     } else {
-      if (m.backward(ws, T, B, dParams, nullptr, dGrads, nullptr, nullptr)) {
+      if (m.backward(ws, T, B, dParams, nullptr, nullptr, dGrads, nullptr, nullptr, nullptr)) {
         error = fmt::format("model '{}': backward failed at step {}: {}", m.name, step, m.last_error());
         return false;
       }
@@ -314,10 +324,9 @@ bool trainChecked(const rnnc_model &m, std::vector<float> &params, const TrainOp
       return false;
     }
     for (size_t k = 0; k < r.carry.size(); ++k) {
-      m.read_final_state(ws, T, B, static_cast<int32_t>(k), dStates[k]);
-      if (!moved(mem.download(r.carry[k].data(), dStates[k], static_cast<int64_t>(r.carry[k].size()) * 4))) return false;
+      if (!moved(mem.download(finals[k].data(), dFinals[k], static_cast<int64_t>(finals[k].size()) * 4))) return false;
+      r.carry[k] = finals[k];
     }
-    m.read_output(ws, T, B, 0, dOutput);
     if (!moved(mem.download(output.data(), dOutput, outputBytes))) return false;
     const double metric = r.task->metric(output.data(), loss);
     r.step = step;

@@ -18,6 +18,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -48,14 +49,14 @@ void noDevice(const rnnc_model &m, int64_t T, int64_t B) {
   void *inputGrads[1] = {nullptr};
   void *stateGrads[2] = {nullptr, nullptr};
   for (int attempt = 0; attempt < 2; ++attempt) { // the answer is kept, not lost after the first call
-    int rc = m.forward(ws, T, B, nullptr, inputs, states);
+    int rc = m.forward(ws, T, B, nullptr, inputs, states, nullptr, nullptr, nullptr, nullptr);
     std::printf("forward: %d: %s\n", rc, m.last_error());
     expect(rc == 1, "forward returns 1 with no GPU");
     expect(says(m, "no CUDA device"), std::string("forward's last_error says \"no CUDA device\": ") + m.last_error());
-    rc = m.backward(ws, T, B, nullptr, seeds, nullptr, inputGrads, stateGrads);
+    rc = m.backward(ws, T, B, nullptr, seeds, nullptr, nullptr, inputGrads, stateGrads, nullptr);
     expect(rc == 1, "backward returns 1 with no GPU");
     expect(says(m, "no CUDA device"), std::string("backward's last_error says \"no CUDA device\": ") + m.last_error());
-    rc = m.synchronize();
+    rc = m.synchronize(nullptr);
     expect(rc == 1, "synchronize returns 1 with no GPU");
     expect(says(m, "no CUDA device"), std::string("synchronize's last_error says \"no CUDA device\": ") + m.last_error());
   }
@@ -129,20 +130,23 @@ int withDevice(const rnnc_model &m, int64_t T, int64_t B) {
   std::vector<float> ones(static_cast<size_t>(T * B * H), 1.0f);
   expect(m.device_copy(dseed, ones.data(), static_cast<int64_t>(hBytes), RNNC_COPY_TO_DEVICE) == 0, "device_copy seed");
 
+  // On a stream of the caller's (ABI v3), forward writing h and c_n itself.
+  cudaStream_t stream = nullptr;
+  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   const void *inputs[1] = {dx};
-  if (m.forward(ws, T, B, dP, inputs, nullptr) != 0) {
+  void *outputs[1] = {dh};
+  void *finals[2] = {dc, nullptr};
+  if (m.forward(ws, T, B, dP, inputs, nullptr, outputs, finals, nullptr, stream) != 0) {
     std::fprintf(stderr, "FAILED: forward: %s\n", m.last_error());
     return 1;
   }
-  m.read_output(ws, T, B, 0, dh);
-  m.read_final_state(ws, T, B, 0, dc);
   const void *seeds[1] = {dseed};
   void *inputGrads[1] = {dxg};
-  if (m.backward(ws, T, B, dP, seeds, dG, inputGrads, nullptr) != 0) {
+  if (m.backward(ws, T, B, dP, seeds, nullptr, dG, inputGrads, nullptr, stream) != 0) {
     std::fprintf(stderr, "FAILED: backward: %s\n", m.last_error());
     return 1;
   }
-  if (m.synchronize() != 0) {
+  if (m.synchronize(stream) != 0) {
     std::fprintf(stderr, "FAILED: synchronize: %s\n", m.last_error());
     return 1;
   }
@@ -173,6 +177,46 @@ int withDevice(const rnnc_model &m, int64_t T, int64_t B) {
   std::printf("backward: |dP| = %.6g, |dx| = %.6g\n", std::sqrt(gNorm), std::sqrt(xgNorm));
   expect(finite, "the gradients are finite");
   expect(gNorm > 0 && xgNorm > 0, "the gradients are not all zero");
+
+  // Two threads at once, each with a workspace and a stream of its own (ABI
+  // v3: contexts are per thread): each gets the outputs and gradient above
+  // (to 1e-5: a race would give garbage, not rounding).
+  auto worker = [&](int id, int &bad) {
+    void *w = m.device_alloc(m.workspace_bytes(T, B)), *wh = m.device_alloc(static_cast<int64_t>(hBytes));
+    void *wg = m.device_alloc(static_cast<int64_t>(pBytes));
+    cudaStream_t s = nullptr;
+    if (!w || !wh || !wg || cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) {
+      bad = 1;
+      return;
+    }
+    void *outs[1] = {wh};
+    std::vector<float> h2(h.size()), G2(G.size());
+    for (int round = 0; round < 20 && !bad; ++round) {
+      if (m.forward(w, T, B, dP, inputs, nullptr, outs, nullptr, nullptr, s) != 0 ||
+          m.backward(w, T, B, dP, seeds, nullptr, wg, nullptr, nullptr, s) != 0 || m.synchronize(s) != 0) {
+        std::fprintf(stderr, "thread %d: %s\n", id, m.last_error());
+        bad = 1;
+        break;
+      }
+      cudaMemcpy(h2.data(), wh, hBytes, cudaMemcpyDeviceToHost);
+      cudaMemcpy(G2.data(), wg, pBytes, cudaMemcpyDeviceToHost);
+      auto close = [](const std::vector<float> &a, const std::vector<float> &b) {
+        double top = 1e-30, gap = 0;
+        for (size_t k = 0; k < a.size(); ++k)
+          top = std::max(top, std::fabs(double(a[k]))), gap = std::max(gap, std::fabs(double(a[k]) - b[k]));
+        return gap <= 1e-5 * top;
+      };
+      bad = !close(h, h2) || !close(G, G2);
+    }
+    cudaStreamDestroy(s);
+    for (void *p : {w, wh, wg}) m.device_free(p);
+  };
+  int bad1 = 0, bad2 = 0;
+  std::thread t1(worker, 1, std::ref(bad1)), t2(worker, 2, std::ref(bad2));
+  t1.join();
+  t2.join();
+  std::printf("two threads, 20 rounds each: %s\n", bad1 || bad2 ? "DIFFERENT" : "the same results (1e-5)");
+  expect(!bad1 && !bad2, "two threads with their own workspaces and streams get the same results");
   for (void *p : {ws, dP, dG, dx, dxg, dh, dseed, dc}) m.device_free(p);
   return 0;
 }

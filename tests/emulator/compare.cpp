@@ -1,7 +1,8 @@
 // compare CPU.so CUDA.so SYMBOL T B: runs the model a CPU bundle and a CUDA
 // bundle (built against tests/emulator/include) export, on the same random
-// params, inputs, initial states and seeds, twice over, and checks that
-// outputs, final states, the loss and every gradient agree within 1e-9
+// params, inputs, initial states and seeds (of outputs and of final states),
+// twice over, and checks that outputs, final states, the loss (as forward
+// writes them and as the readers read them) and every gradient agree within 1e-9
 // (double builds), relative to each array's largest value. Exit 0 when
 // they do; 1 with what differs.
 #include "rnnc/device.h"
@@ -39,7 +40,7 @@ using Arrays = std::vector<std::pair<std::string, std::vector<double>>>;
 
 struct Data {
   std::vector<double> params;
-  std::vector<std::vector<double>> inputs, states, seeds; // index inputs hold integers
+  std::vector<std::vector<double>> inputs, states, seeds, stateSeeds; // index inputs hold integers
 };
 
 int64_t widthOf(const rnnc_tensor &t) { return t.is_index ? 1 : t.shape[0]; }
@@ -70,34 +71,48 @@ bool runModel(const rnnc_model &m, const Data &d, int64_t T, int64_t B, Arrays &
   for (int32_t k = 0; k < m.n_inputs; ++k) inputs.push_back(place(d.inputs[k], m.inputs[k].is_index));
   for (int32_t k = 0; k < m.n_states; ++k) states.push_back(place(d.states[k], m.states[k].is_index));
   for (int32_t k = 0; k < m.n_seeds; ++k) seeds.push_back(place(d.seeds[k], false));
+  std::vector<const void *> stateSeeds;
+  for (int32_t k = 0; k < m.n_states; ++k)
+    stateSeeds.push_back(m.states[k].is_index ? nullptr : place(d.stateSeeds[k], false));
+  // What forward writes.
+  std::vector<void *> outputs, finals;
+  for (int32_t k = 0; k < m.n_outputs; ++k) outputs.push_back(mem.alloc(T * B * widthOf(m.outputs[k]) * 8));
+  for (int32_t k = 0; k < m.n_states; ++k) finals.push_back(mem.alloc(m.states[k].depth * B * widthOf(m.states[k]) * 8));
+  void *loss = mem.alloc(8);
   if (!ws || !P || !mem.error().empty()) {
     std::fprintf(stderr, "compare: %s\n", mem.error().c_str());
     return false;
   }
-  if (m.forward(ws, T, B, P, inputs.data(), states.data()) || m.synchronize()) {
+  if (m.forward(ws, T, B, P, inputs.data(), states.data(), outputs.data(), finals.data(), loss, nullptr) ||
+      m.synchronize(nullptr)) {
     std::fprintf(stderr, "compare: forward: %s\n", m.last_error());
     return false;
   }
   for (int32_t k = 0; k < m.n_outputs; ++k) {
     int64_t n = T * B * widthOf(m.outputs[k]);
+    take(std::string("output ") + m.outputs[k].name, outputs[k], n, m.outputs[k].is_index);
     void *o = mem.alloc(n * 8);
-    m.read_output(ws, T, B, k, o);
-    take(std::string("output ") + m.outputs[k].name, o, n, m.outputs[k].is_index);
+    m.read_output(ws, T, B, k, o, nullptr);
+    take(std::string("read_output ") + m.outputs[k].name, o, n, m.outputs[k].is_index);
   }
   for (int32_t k = 0; k < m.n_states; ++k) {
     int64_t n = m.states[k].depth * B * widthOf(m.states[k]);
+    take(std::string("final state ") + m.states[k].name, finals[k], n, m.states[k].is_index);
     void *o = mem.alloc(n * 8);
-    m.read_final_state(ws, T, B, k, o);
-    take(std::string("final state ") + m.states[k].name, o, n, m.states[k].is_index);
+    m.read_final_state(ws, T, B, k, o, nullptr);
+    take(std::string("read_final_state ") + m.states[k].name, o, n, m.states[k].is_index);
   }
-  out.push_back({"loss", {m.read_loss(ws, T, B)}});
+  take("loss", loss, 1, false);
+  out.push_back({"read_loss", {m.read_loss(ws, T, B, nullptr)}});
   if (!m.n_seeds && !m.has_loss) return true;
   void *G = mem.alloc(m.param_elements * 8);
   std::vector<void *> inputGrads, stateGrads;
   for (int32_t k = 0; k < m.n_input_grads; ++k) inputGrads.push_back(mem.alloc(T * B * m.input_grads[k].shape[0] * 8));
   for (int32_t k = 0; k < m.n_states; ++k)
     stateGrads.push_back(m.states[k].is_index ? nullptr : mem.alloc(m.states[k].depth * B * m.states[k].shape[0] * 8));
-  if (m.backward(ws, T, B, P, seeds.data(), G, inputGrads.data(), stateGrads.data()) || m.synchronize()) {
+  if (m.backward(ws, T, B, P, seeds.data(), m.has_state_seeds ? stateSeeds.data() : nullptr, G, inputGrads.data(),
+                 stateGrads.data(), nullptr) ||
+      m.synchronize(nullptr)) {
     std::fprintf(stderr, "compare: backward: %s\n", m.last_error());
     return false;
   }
@@ -137,6 +152,7 @@ int main(int argc, char **argv) {
   for (int32_t k = 0; k < cpu->n_inputs; ++k) d.inputs.push_back(fill(cpu->inputs[k], T));
   for (int32_t k = 0; k < cpu->n_states; ++k) d.states.push_back(fill(cpu->states[k], cpu->states[k].depth));
   for (int32_t k = 0; k < cpu->n_seeds; ++k) d.seeds.push_back(fill(cpu->seeds[k], T));
+  for (int32_t k = 0; k < cpu->n_states; ++k) d.stateSeeds.push_back(fill(cpu->states[k], cpu->states[k].depth));
 
   Arrays want, got, again;
   if (!runModel(*cpu, d, T, B, want) || !runModel(*cuda, d, T, B, got) || !runModel(*cuda, d, T, B, again)) return 1;

@@ -186,8 +186,9 @@ class Runner:
         self.work, self.env = workdir, env
         self.n = 0
 
-    def cmdline(self, params, inputs, states=None, grad=None, dtype="f64", out=None):
-        """Writes the arrays; returns (cmd, out). grad: None (no --grad), {} (--grad alone), or name -> DY."""
+    def cmdline(self, params, inputs, states=None, grad=None, dtype="f64", out=None, final_grad=None):
+        """Writes the arrays; returns (cmd, out). grad: None (no --grad), {} (--grad alone), or name -> DY;
+        final_grad (with grad): state name -> DS, the seeds of final states (--final-grad)."""
         self.n += 1
         d = os.path.join(self.work, f"r{self.n}")
         os.makedirs(d, exist_ok=True)
@@ -207,11 +208,15 @@ class Runner:
                 f = os.path.join(d, f"dy.{name}.npy")
                 np.save(f, a)
                 cmd.append(f"{name}={f}")
+            for name, a in (final_grad or {}).items():
+                f = os.path.join(d, f"ds.{name}.npy")
+                np.save(f, a)
+                cmd += ["--final-grad", f"{name}={f}"]
         return cmd, out
 
-    def run(self, params, inputs, states=None, grad=None, dtype="f64"):
+    def run(self, params, inputs, states=None, grad=None, dtype="f64", final_grad=None):
         """Returns a Result; raises Failure when rnnc does not exit 0."""
-        cmd, out = self.cmdline(params, inputs, states, grad, dtype)
+        cmd, out = self.cmdline(params, inputs, states, grad, dtype, final_grad=final_grad)
         p = subprocess.run(cmd, capture_output=True, text=True, env=self.env)
         if p.returncode != 0:
             raise Failure(f"rnnc exited {p.returncode}"

@@ -10,7 +10,8 @@ GEN_CELLS cells of test_directional's generator (gen_cell, its own fixed seed;
 a cell `rnnc check` rejects is skipped): random params, inputs (index inputs
 in range) and initial states for every state (those a first run writes to
 DIR/final/), T in 4..6, B in 2..3, and `--grad` (the loss if there is one,
-else L = sum <Y, DY> with random DY for every output). Both engines run on the
+else L = sum <Y, DY> with random DY for every output) with `--final-grad`
+(plus <s_final, DS> with random DS for every float state). Both engines run on the
 same files, in f64 and in f32 (params, inputs, states and DY cast to float32),
 and every file either writes must be written by both, with the same shape and
 dtype: outputs, loss, final/<state>, grad/<param>, grad/<input>,
@@ -160,6 +161,9 @@ class Problem:
         self.states = {n: rng.normal(0.0, 0.5, first.final(n).shape) for n in first.final_names()}
         self.dy = None if self.use_loss else \
             {n: rng.normal(0.0, 1.0, (self.T, self.B, w)) for n, w in self.info.outputs}
+        # Every float state's final value is seeded too (--final-grad).
+        self.ds = {n: rng.normal(0.0, 1.0, first.final(n).shape) for n in first.final_names()
+                   if first.final(n).dtype.kind == "f"}
 
     def runner(self, engine, opt=()):
         """A Runner of its own folder under work (a Runner numbers its runs from r1)."""
@@ -173,12 +177,14 @@ class Problem:
         cast = (lambda a: a.astype(np.float32)) if dtype == "f32" else (lambda a: a)
         fl = lambda d: {n: (cast(a) if a.dtype.kind == "f" else a) for n, a in d.items()}  # noqa: E731
         return self.runner(engine, opt).run(fl(self.params), fl(self.inputs), fl(self.states),
-                                            grad={} if self.use_loss else fl(self.dy), dtype=dtype)
+                                            grad={} if self.use_loss else fl(self.dy), dtype=dtype,
+                                            final_grad={} if "--param-grads-only" in opt else fl(self.ds))
 
     def where(self):
         d = f" with {' '.join(nl.dim_args(self.dims))}" if self.dims else ""
         e = f" --entry {self.entry}" if self.entry else ""
         obj = "--grad (the loss)" if self.use_loss else "--grad " + " ".join(f"{n}=DY" for n in self.dy)
+        obj += "".join(f" --final-grad {n}=DS" for n in self.ds)
         path = os.path.relpath(self.path, nl.ROOT) if self.path.startswith(nl.ROOT + os.sep) else self.path
         return f"{path}{e}{d}, T={self.T} B={self.B}, {obj}"
 

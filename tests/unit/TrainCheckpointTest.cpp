@@ -61,7 +61,20 @@ struct View {
   }
 };
 
-int forward(void *ws, int64_t T, int64_t B, const void *params, const void *const *inputs, const void *const *states) {
+void readOutput(const void *ws, int64_t T, int64_t B, int32_t, void *out, void *);
+void readFinalState(const void *ws, int64_t T, int64_t B, int32_t, void *out, void *);
+double readLoss(const void *ws, int64_t T, int64_t B, void *);
+
+/// Writes what the caller asked for (ABI v3) from the workspace.
+int results(void *ws, int64_t T, int64_t B, void *const *outputs, void *const *finals, void *loss) {
+  if (outputs && outputs[0]) readOutput(ws, T, B, 0, outputs[0], nullptr);
+  if (finals && finals[0]) readFinalState(ws, T, B, 0, finals[0], nullptr);
+  if (loss) *static_cast<float *>(loss) = static_cast<float>(readLoss(ws, T, B, nullptr));
+  return 0;
+}
+
+int forward(void *ws, int64_t T, int64_t B, const void *params, const void *const *inputs, const void *const *states,
+            void *const *outputs, void *const *finals, void *loss, void *) {
   View v(ws, T, B);
   const auto *p = static_cast<const float *>(params);
   std::memcpy(v.x, inputs[0], T * B * 2 * 4);
@@ -75,11 +88,11 @@ int forward(void *ws, int64_t T, int64_t B, const void *params, const void *cons
       v.y[t * B + b] = h;
     }
   }
-  return 0;
+  return results(ws, T, B, outputs, finals, loss);
 }
 
-int backward(void *ws, int64_t T, int64_t B, const void *, const void *const *, void *grads, void *const *,
-             void *const *stateGrads) {
+int backward(void *ws, int64_t T, int64_t B, const void *, const void *const *, const void *const *, void *grads,
+             void *const *, void *const *stateGrads, void *) {
   View v(ws, T, B);
   auto *g = static_cast<float *>(grads);
   g[0] = g[1] = g[2] = 0;
@@ -98,15 +111,15 @@ int backward(void *ws, int64_t T, int64_t B, const void *, const void *const *, 
   return 0;
 }
 
-void readOutput(const void *ws, int64_t T, int64_t B, int32_t, void *out) {
+void readOutput(const void *ws, int64_t T, int64_t B, int32_t, void *out, void *) {
   std::memcpy(out, View(ws, T, B).y, T * B * 4);
 }
 
-void readFinalState(const void *ws, int64_t T, int64_t B, int32_t, void *out) {
+void readFinalState(const void *ws, int64_t T, int64_t B, int32_t, void *out, void *) {
   std::memcpy(out, View(ws, T, B).y + (T - 1) * B, B * 4);
 }
 
-double readLoss(const void *ws, int64_t T, int64_t B) {
+double readLoss(const void *ws, int64_t T, int64_t B, void *) {
   View v(ws, T, B);
   double sum = 0;
   for (int64_t i = 0; i < T * B; ++i) sum += (double(v.y[i]) - v.tgt[i]) * (double(v.y[i]) - v.tgt[i]);
@@ -137,7 +150,20 @@ struct View {
 
 thread_local std::string lastError;
 
-int forward(void *ws, int64_t T, int64_t B, const void *params, const void *const *inputs, const void *const *states) {
+void readOutput(const void *ws, int64_t T, int64_t B, int32_t, void *out, void *);
+void readFinalState(const void *ws, int64_t T, int64_t B, int32_t, void *out, void *);
+double readLoss(const void *ws, int64_t T, int64_t B, void *);
+
+/// Writes what the caller asked for (ABI v3) from the workspace.
+int results(void *ws, int64_t T, int64_t B, void *const *outputs, void *const *finals, void *loss) {
+  if (outputs && outputs[0]) readOutput(ws, T, B, 0, outputs[0], nullptr);
+  if (finals && finals[0]) readFinalState(ws, T, B, 0, finals[0], nullptr);
+  if (loss) *static_cast<float *>(loss) = static_cast<float>(readLoss(ws, T, B, nullptr));
+  return 0;
+}
+
+int forward(void *ws, int64_t T, int64_t B, const void *params, const void *const *inputs, const void *const *states,
+            void *const *outputs, void *const *finals, void *loss, void *) {
   View v(ws, T, B);
   const auto *E = static_cast<const float *>(params);
   std::memcpy(v.tok, inputs[0], T * B * 4);
@@ -155,11 +181,11 @@ int forward(void *ws, int64_t T, int64_t B, const void *params, const void *cons
         const float prev = t == 0 ? v.h0[b * V + j] : v.h[((t - 1) * B + b) * V + j];
         v.h[(t * B + b) * V + j] = 0.5f * prev + E[v.tok[t * B + b] * V + j];
       }
-  return 0;
+  return results(ws, T, B, outputs, finals, loss);
 }
 
-int backward(void *ws, int64_t T, int64_t B, const void *, const void *const *, void *grads, void *const *,
-             void *const *) {
+int backward(void *ws, int64_t T, int64_t B, const void *, const void *const *, const void *const *, void *grads,
+             void *const *, void *const *, void *) {
   View v(ws, T, B);
   auto *dE = static_cast<float *>(grads);
   std::fill(dE, dE + V * V, 0.0f);
@@ -180,15 +206,15 @@ int backward(void *ws, int64_t T, int64_t B, const void *, const void *const *, 
   return 0;
 }
 
-void readOutput(const void *ws, int64_t T, int64_t B, int32_t, void *out) {
+void readOutput(const void *ws, int64_t T, int64_t B, int32_t, void *out, void *) {
   std::memcpy(out, View(ws, T, B).h, T * B * V * 4);
 }
 
-void readFinalState(const void *ws, int64_t T, int64_t B, int32_t, void *out) {
+void readFinalState(const void *ws, int64_t T, int64_t B, int32_t, void *out, void *) {
   std::memcpy(out, View(ws, T, B).h + (T - 1) * B * V, B * V * 4);
 }
 
-double readLoss(const void *ws, int64_t T, int64_t B) {
+double readLoss(const void *ws, int64_t T, int64_t B, void *) {
   View v(ws, T, B);
   double sum = 0;
   for (int64_t i = 0; i < T * B; ++i) {

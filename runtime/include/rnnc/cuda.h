@@ -51,12 +51,13 @@ inline bool ok(cublasStatus_t s, const char *call) {
     if (!::rnnc::cuda::ok((call), #call)) return 1;                                                                    \
   } while (0)
 
-/// Streams, events and cuBLAS handles of a model, created on first use and
-/// kept until the process ends (released from a static destructor, they
-/// would race the CUDA runtime's own teardown).
-/// Stream 0 is a blocking stream, so work a caller then puts on the legacy
-/// default stream (a cudaMemcpy of the results) waits for the model; the
-/// others are non-blocking and joined to stream 0 with events.
+/// Streams, events and cuBLAS handles of a model in one thread, created on
+/// first use and kept until the process ends (released from a destructor,
+/// they would race the CUDA runtime's own teardown).
+/// Stream 0 is the caller's (bind); a caller that passes none gets a blocking
+/// stream of the context's own, so work it then puts on the legacy default
+/// stream (a cudaMemcpy of the results) waits for the model. The others are
+/// non-blocking, forked from stream 0 and joined back to it with events.
 class Context {
 public:
   /// Creates `streams` streams and `events` events once; false with
@@ -98,8 +99,16 @@ public:
         error_ = last_error();
         return false;
       }
+    own_ = streams_[0];
     ready_ = true;
     return true;
+  }
+
+  /// Makes `caller` (a cudaStream_t; null: the context's own) stream 0 and
+  /// binds stream 0's cuBLAS handle to it. False with last_error() set.
+  bool bind(void *caller) {
+    streams_[0] = caller ? static_cast<cudaStream_t>(caller) : own_;
+    return ok(cublasSetStream(blas_[0], streams_[0]), "cublasSetStream");
   }
 
   cudaStream_t stream(int s) const { return streams_[static_cast<size_t>(s)]; }
@@ -112,6 +121,7 @@ private:
   bool ready_ = false;
   std::string error_;
   std::vector<cudaStream_t> streams_;
+  cudaStream_t own_ = nullptr; // stream 0 when the caller passes none
   std::vector<cublasHandle_t> blas_;
   std::vector<void *> blasSpace_;
   std::vector<cudaEvent_t> events_;

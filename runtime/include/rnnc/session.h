@@ -56,20 +56,23 @@ public:
       if (!memory_.upload(deviceParams_, params.data(), paramBytes())) throw std::runtime_error(memory_.error());
       p = deviceParams_;
     }
-    if (m_.forward(ws_, T_, B_, p, inputs, states) != 0) throw std::runtime_error(m_.last_error());
+    if (m_.forward(ws_, T_, B_, p, inputs, states, nullptr, nullptr, nullptr, nullptr) != 0)
+      throw std::runtime_error(m_.last_error());
   }
-  /// Gradients of the loss (and of sum <y, dy> for seeded outputs) into grads.
+  /// Gradients of the loss (and of sum <y, dy> for seeded outputs, and of
+  /// sum <s, ds> for seeded final states) into grads.
   void backward(const void *const *seeds = nullptr, void *const *inputGrads = nullptr,
-                void *const *stateGrads = nullptr) {
+                void *const *stateGrads = nullptr, const void *const *stateSeeds = nullptr) {
     const void *p = deviceParams_ ? deviceParams_ : params.data();
     void *g = deviceGrads_ ? deviceGrads_ : grads.data();
-    if (m_.backward(ws_, T_, B_, p, seeds, g, inputGrads, stateGrads) != 0) throw std::runtime_error(m_.last_error());
+    if (m_.backward(ws_, T_, B_, p, seeds, stateSeeds, g, inputGrads, stateGrads, nullptr) != 0)
+      throw std::runtime_error(m_.last_error());
     if (deviceGrads_ && !memory_.download(grads.data(), deviceGrads_, paramBytes())) throw std::runtime_error(memory_.error());
   }
-  double loss() const { return m_.read_loss(ws_, T_, B_); }
+  double loss() const { return m_.read_loss(ws_, T_, B_, nullptr); }
   /// out: [T][B][width] (a device pointer for a CUDA model).
-  void readOutput(int k, float *out) const { m_.read_output(ws_, T_, B_, k, out); }
-  void readFinalState(int k, float *out) const { m_.read_final_state(ws_, T_, B_, k, out); }
+  void readOutput(int k, float *out) const { m_.read_output(ws_, T_, B_, k, out, nullptr); }
+  void readFinalState(int k, float *out) const { m_.read_final_state(ws_, T_, B_, k, out, nullptr); }
 
   /// Params drawn as `rnnc init --seed S` draws them (rnnc/init.h; links rnnc_runtime).
   void initParams(uint64_t seed);

@@ -22,6 +22,12 @@ inline int fail_too_large(int64_t T, int64_t B) {
   return 1;
 }
 
+/// backward of a forward-only build (rnnc compile --forward-only).
+inline int fail_no_backward(const char *model) {
+  last_error() = std::string(model) + " was compiled forward-only (rnnc compile --forward-only): it has no backward";
+  return 1;
+}
+
 /// Every index in [0, range); else the error names the input and the position.
 inline bool check_indices(const int32_t *x, int64_t n, int64_t range, const char *input) {
   for (int64_t i = 0; i < n; ++i)
