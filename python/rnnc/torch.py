@@ -92,7 +92,7 @@ def _forward_impl(model: int, params: Tensor, inputs: List[Tensor], states: List
     _check_args(lib, params, inputs, states, T, B)
     params = params.contiguous()
     dt, dev = _dtype_of(lib), params.device
-    ws = torch.empty(_workspace_bytes(lib, T, B), dtype=torch.uint8, device=dev)
+    ws = torch.zeros(_workspace_bytes(lib, T, B), dtype=torch.uint8, device=dev)  # deterministic bytes
     outs = [torch.empty(T, B, o.width, dtype=dt, device=dev) for o in lib.outputs]
     finals = [torch.empty(s.depth, B, s.width, dtype=dt, device=dev) for s in lib.states]
     loss = torch.zeros((), dtype=dt, device=dev)

@@ -49,9 +49,9 @@ def test_from_torch_equals_torch(kind, dtype, T, B, with_state):
     wrt = [x] + [ours.param(n) for n in ("W_ih", "W_hh", "b_ih", "b_hh")] + (
         [h0] + ([c0] if lstm else []) if with_state else [])
     grads_ref = torch.autograd.grad((y_ref * g).sum() + (h_ref * gh).sum() + ((st[1] * gc).sum() if lstm else 0),
-                                    wrt_ref)
+                                    wrt_ref, retain_graph=True)
     grads = torch.autograd.grad((y * g).sum() + (final["h"] * gh).sum() + ((final["c"] * gc).sum() if lstm else 0),
-                                wrt)
+                                wrt, retain_graph=True)
     for a, b in zip(grads, grads_ref):
         assert rel(a, b) <= TOL[dtype] * 10
     if lstm:  # c_n alone

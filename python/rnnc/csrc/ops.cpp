@@ -103,7 +103,9 @@ std::vector<Tensor> forwardKernel(int64_t model, const Tensor &params_, at::Tens
   Tensor params = params_.contiguous();
   int64_t wsBytes = m->workspace_bytes(T, B);
   TORCH_CHECK(wsBytes > 0, m->name, ": no workspace for T=", T, ", B=", B, " (too large)");
-  Tensor ws = at::empty({wsBytes}, params.options().dtype(at::kByte));
+  // Zeroed: the bytes forward does not write (backward's part) are then not garbage, so the
+  // op's outputs are deterministic (opcheck compares them).
+  Tensor ws = at::zeros({wsBytes}, params.options().dtype(at::kByte));
   std::vector<Tensor> result;
   result.reserve(m->n_outputs + m->n_states + 2);
   std::vector<void *> outs, finals;
