@@ -164,11 +164,11 @@ def _nvcc():
     return path
 
 
-def cached_build(key, lib_name, files, command):
+def cached_build(key, lib_name, files, command, root=None):
     """The cache entry py-<key>/lib_name, built if missing: `files` ({name: bytes}) are written
     into a temporary folder, `command(folder, lib_path)` gives the build's argv, and the folder
     is renamed into place under an exclusive file lock. Returns the library's path."""
-    root = cache_root()
+    root = root or cache_root()
     os.makedirs(root, exist_ok=True)
     entry = os.path.join(root, "py-" + key)
     lib = os.path.join(entry, lib_name)
@@ -231,8 +231,9 @@ def init_params(source_path, dims, entity, seed, out_dir):
 
 def build_ops_library():
     """python/rnnc/csrc/ops.cpp (the rnnc::forward and rnnc::backward ops in C++) built with the
-    system C++ compiler against torch's headers and libraries, cached by content like a bundle.
-    Returns the library's path, for torch.ops.load_library."""
+    system C++ compiler against torch's headers and libraries, cached by content like a bundle
+    (under $RNNC_OPS_CACHE where set, else the cache). Returns the library's path, for
+    torch.ops.load_library."""
     import torch
     torch_dir = os.path.dirname(os.path.abspath(torch.__file__))
     # torch.utils.cpp_extension's include_paths() and library_paths() for the CPU, without
@@ -249,5 +250,6 @@ def build_ops_library():
     key = hashlib.sha256(b"\0".join([source, " ".join(flags + libs).encode(), _cxx_version(cxx).encode(),
                                      torch.__version__.encode(), _headers_text(include)])).hexdigest()[:24]
     lib, _ = cached_build(key, "librnnc_torch_ops.so", {"ops.cpp": source},
-                          lambda tmp, out: [cxx] + flags + [os.path.join(tmp, "ops.cpp"), "-o", out] + libs)
+                          lambda tmp, out: [cxx] + flags + [os.path.join(tmp, "ops.cpp"), "-o", out] + libs,
+                          root=os.environ.get("RNNC_OPS_CACHE") or None)
     return lib
