@@ -96,7 +96,7 @@ def test_ops_called_directly_with_bad_arguments(lstm, binding):
         empty = torch.empty(0)
         grads = [empty] * len(lib.outputs), [empty] * len(lib.states)
         with pytest.raises(RuntimeError, match="the workspace is not one of this model's"):
-            ops.backward(lib.address, ws[:5], p, *grads, empty, 2, 1)
+            ops.backward(lib.address, torch.empty(0, dtype=torch.uint8), p, *grads, empty, 2, 1)
         with pytest.raises(RuntimeError, match="one gradient per output and per state"):
             ops.backward(lib.address, ws, p, [], [], empty, 2, 1)
     finally:

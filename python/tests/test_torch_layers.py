@@ -228,7 +228,7 @@ def test_forward_only_build_has_no_backward():
 def test_opcheck(binding):
     """torch.library.opcheck on forward (schema, autograd registration, fake tensors, AOT
     dispatch) and on backward, for both bindings."""
-    from rnnc.torch import binding as use
+    from rnnc.torch import binding as use, full_workspace
     ops = use(binding)
     try:
         torch.manual_seed(8)
@@ -242,7 +242,9 @@ def test_opcheck(binding):
         torch.library.opcheck(ops.forward.default, (lib.address, params, [x], states, 3, 2))
         torch.library.opcheck(ops.forward.default, (lib.address, params, [x], [], 3, 2))
         with torch.no_grad():
-            ws = ops.forward(lib.address, params, [x], states, 3, 2)[-1]
+            # forward returns a 0-element view on the workspace; opcheck copies arguments, so
+            # backward takes the whole workspace too.
+            ws = full_workspace(ops.forward(lib.address, params, [x], states, 3, 2)[-1]).clone()
         gy = torch.randn(3, 2, 4, dtype=torch.float64)
         gs = [torch.randn(1, 2, 4, dtype=torch.float64) for _ in range(2)]
         empty = torch.empty(0, dtype=torch.float64)

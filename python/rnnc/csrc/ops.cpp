@@ -103,9 +103,7 @@ std::vector<Tensor> forwardKernel(int64_t model, const Tensor &params_, at::Tens
   Tensor params = params_.contiguous();
   int64_t wsBytes = m->workspace_bytes(T, B);
   TORCH_CHECK(wsBytes > 0, m->name, ": no workspace for T=", T, ", B=", B, " (too large)");
-  // Zeroed: the bytes forward does not write (backward's part) are then not garbage, so the
-  // op's outputs are deterministic (opcheck compares them).
-  Tensor ws = at::zeros({wsBytes}, params.options().dtype(at::kByte));
+  Tensor ws = at::empty({wsBytes}, params.options().dtype(at::kByte));
   std::vector<Tensor> result;
   result.reserve(m->n_outputs + m->n_states + 2);
   std::vector<void *> outs, finals;
@@ -132,15 +130,22 @@ std::vector<Tensor> forwardKernel(int64_t model, const Tensor &params_, at::Tens
                       outs.data(), finals.data(), m->has_loss ? loss.data_ptr() : nullptr, streamOf(params.device()));
   TORCH_CHECK(rc == 0, m->name, ": ", m->last_error());
   result.push_back(loss);
-  result.push_back(ws);
+  // The workspace leaves as a view of no elements on its storage: autograd keeps it alive, and
+  // its bytes (backward's part uninitialized, then backward's scratch) are no visible result.
+  result.push_back(ws.narrow(0, 0, 0));
   return result;
 }
 
+// The whole workspace behind the 0-element view forward returned.
+Tensor fullWorkspace(const Tensor &view) {
+  return at::empty({0}, view.options()).set_(view.storage(), 0, {(int64_t)view.storage().nbytes()}, {1});
+}
+
 // One ABI backward: the gradient of loss + sum <y, seed> + sum <s_final, state seed>, the
-// seeds scaled by `scale`.
+// seeds scaled by `scale`. In place in the workspace `ws_` (whole), or on a copy if keepWs.
 std::vector<Tensor> backwardOnce(const rnnc_model *m, const Tensor &ws_, const Tensor &params,
                                  const std::vector<Tensor> &seeds, const std::vector<Tensor> &stateSeeds, double scale,
-                                 int64_t T, int64_t B) {
+                                 int64_t T, int64_t B, bool keepWs) {
   auto real = params.options().dtype(realType(m));
   std::vector<Tensor> result;
   result.push_back(at::empty({m->param_elements}, real));
@@ -166,26 +171,35 @@ std::vector<Tensor> backwardOnce(const rnnc_model *m, const Tensor &ws_, const T
     result.push_back(at::empty({m->states[k].depth, B, elements(m->states[k])}, real));
     sg.push_back(result.back().data_ptr());
   }
-  // The ABI's backward writes its scratch into the workspace; a copy keeps the forward's
-  // intact, so backward may run again (retain_graph, gradcheck).
-  Tensor ws = ws_.clone();
+  Tensor ws = keepWs ? ws_.clone() : ws_;
   int rc = m->backward(ws.data_ptr(), T, B, params.data_ptr(), sd.data(), ss.data(), result[0].data_ptr(), ig.data(),
                        sg.data(), streamOf(params.device()));
   TORCH_CHECK(rc == 0, m->name, ": ", m->last_error());
   return result;
 }
 
-std::vector<Tensor> backwardKernel(int64_t model, const Tensor &ws, const Tensor &params_,
-                                   at::TensorList outputGrads, at::TensorList stateGrads, const Tensor &lossGrad,
-                                   int64_t T, int64_t B) {
+// The ABI's backward writes its scratch into the workspace. The op (inPlace false) runs it on
+// a copy, so that the op is functional and backward may run again through one forward
+// (retain_graph, gradcheck, a compiled backward); the autograd node's first eager backward
+// runs it in place (inPlace true), and a later one on a workspace it runs forward for again.
+std::vector<Tensor> backwardImpl(int64_t model, const Tensor &wsView, const Tensor &params_,
+                                 at::TensorList outputGrads, at::TensorList stateGrads, const Tensor &lossGrad,
+                                 int64_t T, int64_t B, bool inPlace) {
   const rnnc_model *m = lookup(model);
   TORCH_CHECK(m->has_backward, m->name, ": this is a forward-only build; it has no backward");
   auto dt = realType(m);
   Tensor params = params_.contiguous();
   TORCH_CHECK(params.scalar_type() == dt && params.numel() == m->param_elements, m->name, ": params must be ",
               m->param_elements, " ", dt, " elements");
-  TORCH_CHECK(ws.scalar_type() == at::kByte && ws.device() == params.device() && ws.numel() == m->workspace_bytes(T, B),
+  // The workspace: forward's 0-element view on it, or the whole of it (opcheck passes copies).
+  int64_t wsBytes = m->workspace_bytes(T, B);
+  bool view = wsView.numel() == 0;
+  TORCH_CHECK(wsView.scalar_type() == at::kByte && wsView.device() == params.device() &&
+                  (view ? wsView.storage_offset() == 0 && (int64_t)wsView.storage().nbytes() == wsBytes
+                        : wsView.numel() == wsBytes && wsView.is_contiguous()),
               m->name, ": the workspace is not one of this model's for T=", T, ", B=", B);
+  Tensor ws = view ? fullWorkspace(wsView) : wsView;
+  bool keepWs = !inPlace;
   TORCH_CHECK((int64_t)outputGrads.size() == m->n_outputs && (int64_t)stateGrads.size() == m->n_states, m->name,
               ": backward takes one gradient per output and per state (empty for none)");
   // Seeds in the table's order, from the gradients by output name.
@@ -218,24 +232,45 @@ std::vector<Tensor> backwardKernel(int64_t model, const Tensor &ws, const Tensor
     stateSeeds[k] = g.to(dt).contiguous();
     anySeed = true;
   }
-  if (!m->has_loss) return backwardOnce(m, ws, params, seeds, stateSeeds, 1, T, B);
+  if (!m->has_loss) return backwardOnce(m, ws, params, seeds, stateSeeds, 1, T, B, keepWs);
   double g = lossGrad.defined() && lossGrad.numel() ? lossGrad.item<double>() : 0.0;
-  if (g == 1.0) return backwardOnce(m, ws, params, seeds, stateSeeds, 1, T, B);
+  if (g == 1.0) return backwardOnce(m, ws, params, seeds, stateSeeds, 1, T, B, keepWs);
   if (!anySeed) {
-    auto r = backwardOnce(m, ws, params, seeds, stateSeeds, 1, T, B);
+    auto r = backwardOnce(m, ws, params, seeds, stateSeeds, 1, T, B, keepWs);
     for (Tensor &t : r) t.mul_(g);
     return r;
   }
   // The ABI's objective is loss + <seeds>: b(s) = dL + J's and b(2s) = dL + 2 J's,
   // so g dL + J's = g (2 b(s) - b(2s)) + b(2s) - b(s).
-  auto b1 = backwardOnce(m, ws, params, seeds, stateSeeds, 1, T, B);
-  auto b2 = backwardOnce(m, ws, params, seeds, stateSeeds, 2, T, B);
+  auto b1 = backwardOnce(m, ws, params, seeds, stateSeeds, 1, T, B, true);
+  auto b2 = backwardOnce(m, ws, params, seeds, stateSeeds, 2, T, B, keepWs);
   for (size_t i = 0; i < b1.size(); ++i) b1[i] = g * (2 * b1[i] - b2[i]) + (b2[i] - b1[i]);
   return b1;
 }
 
+std::vector<Tensor> backwardKernel(int64_t model, const Tensor &ws, const Tensor &params, at::TensorList outputGrads,
+                                   at::TensorList stateGrads, const Tensor &lossGrad, int64_t T, int64_t B) {
+  return backwardImpl(model, ws, params, outputGrads, stateGrads, lossGrad, T, B, false);
+}
+
+// A tensor with real storage on the CPU or CUDA, not a fake, functional or traced one.
+bool plain(const Tensor &t) {
+  static const c10::DispatchKeySet traced({c10::DispatchKey::Python, c10::DispatchKey::Functionalize,
+                                           c10::DispatchKey::PythonTLSSnapshot});
+  return t.defined() && (t.is_cpu() || t.is_cuda()) && !(t.key_set() & traced).raw_repr() &&
+         !(c10::impl::tls_local_dispatch_key_set().included_ & traced).raw_repr();
+}
+
 c10::OperatorHandle op(const char *name) {
   return c10::Dispatcher::singleton().findSchemaOrThrow(name, "");
+}
+
+std::vector<Tensor> callForward(int64_t model, const Tensor &params, at::TensorList inputs, at::TensorList states,
+                                int64_t T, int64_t B) {
+  static auto handle = op("rnnc::forward")
+                           .typed<std::vector<Tensor>(int64_t, const Tensor &, at::TensorList, at::TensorList,
+                                                      int64_t, int64_t)>();
+  return handle.call(model, params, inputs, states, T, B);
 }
 
 std::vector<Tensor> callBackward(int64_t model, const Tensor &ws, const Tensor &params, at::TensorList outputGrads,
@@ -250,38 +285,52 @@ class Forward : public torch::autograd::Function<Forward> {
 public:
   static variable_list forward(AutogradContext *ctx, int64_t model, const Tensor &params, at::TensorList inputs,
                                at::TensorList states, int64_t T, int64_t B) {
-    static auto handle = op("rnnc::forward")
-                             .typed<std::vector<Tensor>(int64_t, const Tensor &, at::TensorList, at::TensorList,
-                                                        int64_t, int64_t)>();
     std::vector<Tensor> res;
     {
       at::AutoDispatchBelowADInplaceOrView guard;
-      res = handle.call(model, params, inputs, states, T, B);
+      res = callForward(model, params, inputs, states, T, B);
     }
     ctx->saved_data["model"] = model;
     ctx->saved_data["T"] = T;
     ctx->saved_data["B"] = B;
     ctx->saved_data["n_inputs"] = (int64_t)inputs.size();
     ctx->saved_data["n_states"] = (int64_t)states.size();
-    ctx->save_for_backward({res.back(), params});
+    // The first eager backward runs in place in the workspace; a later one through this forward
+    // (retain_graph, gradcheck) runs the forward again from the saved params, inputs and states
+    // (autograd's version counters guard them).
+    ctx->saved_data["used"] = false;
+    variable_list saved{res.back(), params};
+    saved.insert(saved.end(), inputs.begin(), inputs.end());
+    saved.insert(saved.end(), states.begin(), states.end());
+    ctx->save_for_backward(saved);
     ctx->mark_non_differentiable({res.back()});
     return res;
   }
 
   static variable_list backward(AutogradContext *ctx, variable_list grads) {
     auto saved = ctx->get_saved_variables();
-    const Tensor &ws = saved[0], &params = saved[1];
+    Tensor ws = saved[0];
+    const Tensor &params = saved[1];
     int64_t model = ctx->saved_data["model"].toInt(), T = ctx->saved_data["T"].toInt(),
             B = ctx->saved_data["B"].toInt(), nIn = ctx->saved_data["n_inputs"].toInt(),
             nSt = ctx->saved_data["n_states"].toInt();
     const rnnc_model *m = lookup(model);
+    // In place: eager, real tensors, no graph of this backward to record (else the op, on a copy).
+    bool inPlace = !at::GradMode::is_enabled() && plain(ws) && plain(params);
+    if (inPlace && ctx->saved_data["used"].toBool()) {
+      at::AutoDispatchBelowADInplaceOrView guard;
+      std::vector<Tensor> ins(saved.begin() + 2, saved.begin() + 2 + nIn), sts(saved.begin() + 2 + nIn, saved.end());
+      ws = callForward(model, params, ins, sts, T, B).back();
+    }
+    if (inPlace) ctx->saved_data["used"] = true;
     Tensor empty = at::empty({0}, params.options());
     std::vector<Tensor> og, sg;
     for (int k = 0; k < m->n_outputs; ++k) og.push_back(grads[k].defined() ? grads[k] : empty);
     for (int k = 0; k < m->n_states; ++k)
       sg.push_back(grads[m->n_outputs + k].defined() ? grads[m->n_outputs + k] : empty);
     const Tensor &lg = grads[m->n_outputs + m->n_states];
-    auto res = callBackward(model, ws, params, og, sg, lg.defined() ? lg : empty, T, B);
+    auto res = inPlace ? backwardImpl(model, ws, params, og, sg, lg.defined() ? lg : empty, T, B, true)
+                       : callBackward(model, ws, params, og, sg, lg.defined() ? lg : empty, T, B);
     variable_list out;
     out.reserve(2 + nIn + nSt + 2);
     out.emplace_back(); // model
