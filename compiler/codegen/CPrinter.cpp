@@ -126,7 +126,8 @@ std::string CPrinter::mapExpr(const Instr &in) const {
     return "(" + s + ")";
   }
   case Op::Embed:
-    return fmt::format("P[{} + {} * {} + i]", in.paramOffset, operand(in.args[0], "0"), in.width);
+    // The row's offset in 64 bits: V x E may pass 2^31.
+    return fmt::format("P[{} + int64_t({}) * {} + i]", in.paramOffset, operand(in.args[0], "0"), in.width);
   case Op::Input:
   case Op::Param:
   case Op::Const:

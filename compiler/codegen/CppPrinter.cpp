@@ -96,7 +96,8 @@ std::string CppPrinter::libraryKernel(const KernelIR &k) {
     out += fmt::format("  const int32_t *row = {};\n", at(k.b, k.bDelay));
     out += fmt::format("  real *g = G + {};\n", k.paramOffset);
     out += "  for (int64_t r = 0; r < r1 - r0; ++r)\n";
-    out += fmt::format("    for (int64_t i = 0; i < {}; ++i) g[row[r] * {} + i] += d[r * {} + i];\n", k.cols, k.cols, k.cols);
+    out += fmt::format("    for (int64_t i = 0; i < {}; ++i) g[int64_t(row[r]) * {} + i] += d[r * {} + i];\n", k.cols, k.cols,
+                       k.cols);
     break;
   case KernelIR::Kind::Fused: RNNC_UNREACHABLE("not a library kernel");
   }

@@ -402,8 +402,8 @@ void CudaHost::runner(Writer &w) {
   w.line("Context &c = context();").line("if (!kCudaGraphs || !loop) return fn(ws, P, G, T, B, c.stream(s), c.blas(s));");
   w.line("thread_local GraphCache graphs;");
   w.line("std::vector<const void *> key = {{mem, P, G, reinterpret_cast<const void *>(T), reinterpret_cast<const void *>(B)}};");
-  w.line("return run_captured(graphs, stage, key, c.stream(s), [&](cudaStream_t stream) {{ return fn(ws, P, G, T, B, stream, "
-         "c.blas(s)); }});");
+  w.line("return run_captured(graphs, stage, key, c.stream(s), c.captureStream(), c.blas(s), [&](cudaStream_t stream) {{");
+  w.line("  return fn(ws, P, G, T, B, stream, c.blas(s));").line("}});");
   w.close().blank();
 }
 

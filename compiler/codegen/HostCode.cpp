@@ -170,11 +170,21 @@ void HostPrinter::stateSeedCopies() {
     size_t k = 0;
     while (p_.states[k].name != seed.name) ++k;
     const Buffer &b = p_.buffers[seed.buffer];
-    RNNC_ASSERT(b.padBefore >= seed.depth, b.name + ": a final state's seed needs the steps before the first");
     w_.line("{}", t_.rows(fmt::format("clear_rows(ws.{}, {}, T, B, {}", b.name, b.padBefore, b.width)));
-    guarded(fmt::format("state_seeds && state_seeds[{}]", k),
-            t_.rows(fmt::format("copy_rows(ws.{}, {} + T - {}, static_cast<const real *>(state_seeds[{}]), {}, B, {}",
-                                b.name, b.padBefore, seed.depth, k, seed.depth, b.width)));
+    std::string src = fmt::format("static_cast<const real *>(state_seeds[{}])", k);
+    if (b.padBefore >= seed.depth) {
+      guarded(fmt::format("state_seeds && state_seeds[{}]", k),
+              t_.rows(fmt::format("copy_rows(ws.{}, {} + T - {}, {}, {}, B, {}", b.name, b.padBefore, seed.depth, src,
+                                  seed.depth, b.width)));
+      continue;
+    }
+    // Nothing reads this seed as far back as step -depth: only its last
+    // min(T + padding, depth) rows are kept.
+    w_.open("if (state_seeds && state_seeds[{}]) {{", k);
+    w_.line("const int64_t rows = std::min<int64_t>(T + {}, {});", b.padBefore, seed.depth);
+    w_.line("{}", t_.rows(fmt::format("copy_rows(ws.{}, {} + T - rows, {} + ({} - rows) * B * {}, rows, B, {}", b.name,
+                                      b.padBefore, src, seed.depth, b.width, b.width)));
+    w_.close();
   }
 }
 

@@ -262,6 +262,19 @@ bool ProgramBuilder::emitEpilogue(const std::string &state, NodeId id, int buffe
     in.store = port.buffer;
     sw.body.push_back(in);
     kernel.sweeps.push_back(sw);
+  } else if (n.op == Op::Input && n.backward) {
+    // The adjoint is a seed alone (a final state's, when nothing else reaches
+    // the state): copied out of the seed's padding as seed + 0.
+    Sweep sw;
+    sw.width = n.width;
+    Instr in;
+    in.op = Op::Add;
+    in.node = id;
+    in.width = n.width;
+    in.args = {operand(Edge(id), -1, {}, false), Operand()};
+    in.store = port.buffer;
+    sw.body.push_back(in);
+    kernel.sweeps.push_back(sw);
   } else {
     error = fmt::format("the compiled engines cannot yet compute the initial-state gradient of {} (a {})", state,
                         opMnemonic(n.op));

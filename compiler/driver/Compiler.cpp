@@ -53,7 +53,7 @@ std::unique_ptr<Compilation> compileProgram(const CheckedProgram &p, const Elabo
     if (!g) return nullptr;
     if (o.gradients != Gradients::None) {
       Objective objective = defaultObjective(*g);
-      objective.inputGrads = objective.stateGrads = o.gradients == Gradients::All;
+      objective.inputGrads = objective.stateGrads = objective.stateSeeds = o.gradients == Gradients::All;
       if ((objective.loss || !objective.outputs.empty()) && !differentiate(*g, objective, diags)) return nullptr;
     }
     return compileGraph(std::move(*g), o, diags, observe);

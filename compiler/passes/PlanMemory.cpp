@@ -367,7 +367,14 @@ void MemoryPlanner::traceLaunch(const Kernel &k, int stage, int at) {
 
 void MemoryPlanner::traceInitialStateGradients(int at) {
   for (const auto &[state, buffer] : m_.initialStateGradients) {
-    const Node &n = g_.node(m_.buffers[buffer].node);
+    const NodeId id = m_.buffers[buffer].node;
+    const Node &n = g_.node(id);
+    if (n.op == Op::Input && n.backward) { // a seed alone (a final state's): copied from its steps -k .. -1
+      padFor(m_.bufferOf[id], 0, depths_.at(state));
+      read(load(Edge(id)), -1, at, true);
+      write(buffer, -1, at);
+      continue;
+    }
     if (opKind(n.op) != OpKind::Gemm && !isMap(n.op)) continue; // the kernel IR refuses it
     for (const Edge &e : n.inputs) padFor(m_.bufferOf[e.src], e.delay, depths_.at(state)); // steps -k .. -1
     size_t operands = opKind(n.op) == OpKind::Gemm ? std::min<size_t>(2, n.inputs.size()) : n.inputs.size();

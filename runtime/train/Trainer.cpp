@@ -235,15 +235,14 @@ bool trainChecked(const rnnc_model &m, std::vector<float> &params, const TrainOp
   for (int32_t k = 0; k < m.n_inputs && mem.onDevice(); ++k)
     dInputs.push_back(mem.alloc(T * B * (m.inputs[k].is_index ? 1 : m.inputs[k].shape[0]) * 4));
   for (auto &c : r.carry) dStates.push_back(mem.mirror(c.data(), static_cast<int64_t>(c.size()) * 4));
-  // What forward writes: the first output, the final states (the next
-  // segment's carry, once the step is kept) and the loss.
+  // What forward writes: the first output and the final states (the next
+  // segment's carry, once the step is kept). The loss is read_loss's mean,
+  // in double (forward's would be a real).
   std::vector<std::vector<float>> finals = r.carry;
   std::vector<void *> dFinals, dOutputs(static_cast<size_t>(m.n_outputs), nullptr);
   for (auto &f : finals) dFinals.push_back(mem.mirror(f.data(), static_cast<int64_t>(f.size()) * 4));
   dOutputs[0] = dOutput;
-  float lossValue = 0;
-  void *dLoss = mem.mirror(&lossValue, 4);
-  if (!ws || !dParams || !dGrads || !dOutput || !dLoss || !mem.error().empty()) {
+  if (!ws || !dParams || !dGrads || !dOutput || !mem.error().empty()) {
     error = fmt::format("model '{}': {}", m.name, mem.error());
     return false;
   }
@@ -278,12 +277,11 @@ bool trainChecked(const rnnc_model &m, std::vector<float> &params, const TrainOp
       if (!moved(mem.upload(dStates[k], r.carry[k].data(), static_cast<int64_t>(r.carry[k].size()) * 4))) return false;
     if (!moved(mem.upload(dParams, params.data(), paramBytes))) return false;
     if (m.forward(ws, T, B, dParams, inputs.data(), r.carry.empty() ? nullptr : states.data(), dOutputs.data(),
-                  dFinals.data(), dLoss, nullptr)) {
+                  dFinals.data(), nullptr, nullptr)) {
       error = fmt::format("model '{}': forward failed at step {}: {}", m.name, step, m.last_error());
       return false;
     }
-    if (!moved(mem.download(&lossValue, dLoss, 4))) return false;
-    const double loss = lossValue;
+    const double loss = m.read_loss(ws, T, B, nullptr);
     double norm = 0;
     std::string bad;
     if (!std::isfinite(loss)) {

@@ -40,7 +40,8 @@ struct KernelReport {
 
 /// The kernels rnnc writes itself: no spill is allowed in them.
 bool mustNotSpill(const std::string &name) {
-  return name.rfind("fused_", 0) == 0 || name.rfind("initial_", 0) == 0 || name == "fill" || name == "grad_embed";
+  return name.rfind("fused_", 0) == 0 || name.rfind("initial_", 0) == 0 || name == "fill" || name == "grad_embed" ||
+         name == "mean";
 }
 
 /// ptxas's -v report, per function: "Compiling entry function 'X'",

@@ -100,6 +100,10 @@ public:
         return false;
       }
     own_ = streams_[0];
+    if (!ok(cudaStreamCreateWithFlags(&capture_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags")) {
+      error_ = last_error();
+      return false;
+    }
     ready_ = true;
     return true;
   }
@@ -112,6 +116,8 @@ public:
   }
 
   cudaStream_t stream(int s) const { return streams_[static_cast<size_t>(s)]; }
+  /// Where --cuda-graphs records a loop (run_captured): non-blocking, used by nothing else.
+  cudaStream_t captureStream() const { return capture_; }
   cublasHandle_t blas(int s) const { return blas_[static_cast<size_t>(s)]; }
   cudaEvent_t event(int e) const { return events_[static_cast<size_t>(e)]; }
 
@@ -122,6 +128,7 @@ private:
   std::string error_;
   std::vector<cudaStream_t> streams_;
   cudaStream_t own_ = nullptr; // stream 0 when the caller passes none
+  cudaStream_t capture_ = nullptr;
   std::vector<cublasHandle_t> blas_;
   std::vector<void *> blasSpace_;
   std::vector<cudaEvent_t> events_;
@@ -198,12 +205,10 @@ inline unsigned grid_for(int64_t n, int threads) {
 
 /// One CUDA graph per loop stage (--cuda-graphs): the T launches of a loop
 /// captured once and replayed while the shape and the pointers stay the same.
+/// Kept until the process ends, as the Context is: a destructor's
+/// cudaGraphExecDestroy at exit may run after the CUDA runtime is gone.
 class GraphCache {
 public:
-  ~GraphCache() {
-    for (Entry &e : entries_)
-      if (e.exec) cudaGraphExecDestroy(e.exec);
-  }
   /// The graph of stage `stage` for this key, or null: capture it then.
   cudaGraphExec_t find(int stage, const std::vector<const void *> &key) {
     Entry &e = at(stage);
@@ -237,15 +242,22 @@ private:
 
 /// Runs `body(stream)` (the launches of a loop stage) on `s` as the CUDA
 /// graph kept for `stage` under `key`, capturing it first when the key is
-/// new. Returns 0, or 1 with last_error() set.
+/// new. It is captured on `capture`, a private stream nothing else uses (with
+/// `blas`, the handle body's cuBLAS calls use, bound to it meanwhile), so no
+/// other stream is tied up while it records: capturing on a blocking stream
+/// would make every other thread's use of the legacy default stream fail.
+/// Returns 0, or 1 with last_error() set.
 template <class Body>
-inline int run_captured(GraphCache &cache, int stage, const std::vector<const void *> &key, cudaStream_t s, Body body) {
+inline int run_captured(GraphCache &cache, int stage, const std::vector<const void *> &key, cudaStream_t s,
+                        cudaStream_t capture, cublasHandle_t blas, Body body) {
   cudaGraphExec_t exec = cache.find(stage, key);
   if (!exec) {
-    RNNC_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-    int failed = body(s);
+    RNNC_CUDA_CHECK(cublasSetStream(blas, capture));
+    RNNC_CUDA_CHECK(cudaStreamBeginCapture(capture, cudaStreamCaptureModeThreadLocal));
+    int failed = body(capture);
     cudaGraph_t graph = nullptr;
-    cudaError_t ended = cudaStreamEndCapture(s, &graph);
+    cudaError_t ended = cudaStreamEndCapture(capture, &graph);
+    RNNC_CUDA_CHECK(cublasSetStream(blas, s));
     if (failed) {
       if (graph) cudaGraphDestroy(graph);
       return 1;
