@@ -7,6 +7,11 @@ import sys
 
 import pytest
 
+# Idle OpenMP threads sleep instead of spinning: torch's ops and the bundles share one OpenMP
+# runtime, and on a 2-core machine spinning threads slow the examples and DDP ranks 1.3x or
+# more (docs/torch.md, Threads). Set before torch loads libgomp; subprocesses inherit it.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "python"))
 SAMPLES = os.path.join(ROOT, "samples")
