@@ -168,13 +168,14 @@ if [ $scan_only = 1 ]; then
   exit 0
 fi
 
-# ---- the PyTorch package on CUDA: its tests, then one timing against cuDNN (at most 150 s)
+# ---- the PyTorch package on CUDA: its tests (nvcc builds ~8 bundles), then one timing against cuDNN (at most 240 s)
 if python3 -c "import torch" 2>/dev/null; then
   torch_env=(RNNC="$rnnc" RNNC_NVCC="$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")
-  with_blas env "${torch_env[@]}" timeout -k 10 120 python3 -m pytest -q -p no:cacheprovider -rs \
+  with_blas env "${torch_env[@]}" timeout -k 10 150 python3 -m pytest -q -p no:cacheprovider -rs \
     python/tests/test_torch_cuda.py >"$out/torch-layer.log" 2>&1
   layer_rc=$?
   tail -3 "$out/torch-layer.log"
+  layer_summary=$(tail -1 "$out/torch-layer.log" | head -c 160)
   if [ $layer_rc = 0 ] && grep -q "SKIPPED.*no CUDA device" "$out/torch-layer.log" && [ "$tests_rc" != 77 ]; then
     phase torch-layer "FAILED: GPU tests skipped on a machine with a GPU ($out/torch-layer.log)"; failed=1
   elif [ $layer_rc = 0 ]; then
@@ -182,14 +183,14 @@ if python3 -c "import torch" 2>/dev/null; then
     if [ $left -ge 60 ] && with_blas env "${torch_env[@]}" timeout -k 5 $((left < 90 ? left : 90)) \
          python3 tools/bench-torch.py --cuda --runs 30 >"$out/torch-layer.md" 2>>"$out/torch-layer.log"; then
       cat "$out/torch-layer.md"
-      phase torch-layer "passed: $(tail -1 "$out/torch-layer.log" | head -c 120); timing: $out/torch-layer.md"
+      phase torch-layer "passed: $layer_summary; timing: $out/torch-layer.md"
     else
-      phase torch-layer "passed: $(tail -1 "$out/torch-layer.log" | head -c 120); timing not run or failed ($left s left)"
+      phase torch-layer "passed: $layer_summary; timing not run or failed ($left s left)"
     fi
   elif [ $layer_rc = 124 ]; then
-    phase torch-layer "FAILED: over 120 s ($out/torch-layer.log)"; failed=1
+    phase torch-layer "FAILED: over 150 s ($out/torch-layer.log)"; failed=1
   else
-    phase torch-layer "FAILED: $(tail -1 "$out/torch-layer.log" | head -c 160)"; failed=1
+    phase torch-layer "FAILED: $layer_summary"; failed=1
   fi
 else
   phase torch-layer "not run: no PyTorch"
