@@ -44,6 +44,19 @@ rnnc_tensor tensor(const char *name, std::vector<int64_t> shape, int64_t offset 
 
 const char *noError() { return ""; }
 
+using ReadRows = void (*)(const void *, int64_t, int64_t, int32_t, void *, void *);
+using ReadLoss = double (*)(const void *, int64_t, int64_t, void *);
+
+/// What a hand model's forward writes for its caller (ABI v3), read from
+/// its workspace by its own readers.
+int writeResults(ReadRows output, ReadRows finalState, ReadLoss lossOf, void *ws, int64_t T, int64_t B,
+                 void *const *outputs, void *const *finals, void *loss) {
+  if (outputs && outputs[0]) output(ws, T, B, 0, outputs[0], nullptr);
+  if (finals && finals[0]) finalState(ws, T, B, 0, finals[0], nullptr);
+  if (loss) *static_cast<float *>(loss) = static_cast<float>(lossOf(ws, T, B, nullptr));
+  return 0;
+}
+
 // ----- Accumulator -----------------------------------------------------------
 // Workspace: x [T][B][2], target [T][B], y [T][B], h0 [B].
 namespace acc {
@@ -65,14 +78,6 @@ void readOutput(const void *ws, int64_t T, int64_t B, int32_t, void *out, void *
 void readFinalState(const void *ws, int64_t T, int64_t B, int32_t, void *out, void *);
 double readLoss(const void *ws, int64_t T, int64_t B, void *);
 
-/// Writes what the caller asked for (ABI v3) from the workspace.
-int results(void *ws, int64_t T, int64_t B, void *const *outputs, void *const *finals, void *loss) {
-  if (outputs && outputs[0]) readOutput(ws, T, B, 0, outputs[0], nullptr);
-  if (finals && finals[0]) readFinalState(ws, T, B, 0, finals[0], nullptr);
-  if (loss) *static_cast<float *>(loss) = static_cast<float>(readLoss(ws, T, B, nullptr));
-  return 0;
-}
-
 int forward(void *ws, int64_t T, int64_t B, const void *params, const void *const *inputs, const void *const *states,
             void *const *outputs, void *const *finals, void *loss, void *) {
   View v(ws, T, B);
@@ -88,7 +93,7 @@ int forward(void *ws, int64_t T, int64_t B, const void *params, const void *cons
       v.y[t * B + b] = h;
     }
   }
-  return results(ws, T, B, outputs, finals, loss);
+  return writeResults(readOutput, readFinalState, readLoss, ws, T, B, outputs, finals, loss);
 }
 
 int backward(void *ws, int64_t T, int64_t B, const void *, const void *const *, const void *const *, void *grads,
@@ -154,14 +159,6 @@ void readOutput(const void *ws, int64_t T, int64_t B, int32_t, void *out, void *
 void readFinalState(const void *ws, int64_t T, int64_t B, int32_t, void *out, void *);
 double readLoss(const void *ws, int64_t T, int64_t B, void *);
 
-/// Writes what the caller asked for (ABI v3) from the workspace.
-int results(void *ws, int64_t T, int64_t B, void *const *outputs, void *const *finals, void *loss) {
-  if (outputs && outputs[0]) readOutput(ws, T, B, 0, outputs[0], nullptr);
-  if (finals && finals[0]) readFinalState(ws, T, B, 0, finals[0], nullptr);
-  if (loss) *static_cast<float *>(loss) = static_cast<float>(readLoss(ws, T, B, nullptr));
-  return 0;
-}
-
 int forward(void *ws, int64_t T, int64_t B, const void *params, const void *const *inputs, const void *const *states,
             void *const *outputs, void *const *finals, void *loss, void *) {
   View v(ws, T, B);
@@ -181,7 +178,7 @@ int forward(void *ws, int64_t T, int64_t B, const void *params, const void *cons
         const float prev = t == 0 ? v.h0[b * V + j] : v.h[((t - 1) * B + b) * V + j];
         v.h[(t * B + b) * V + j] = 0.5f * prev + E[v.tok[t * B + b] * V + j];
       }
-  return results(ws, T, B, outputs, finals, loss);
+  return writeResults(readOutput, readFinalState, readLoss, ws, T, B, outputs, finals, loss);
 }
 
 int backward(void *ws, int64_t T, int64_t B, const void *, const void *const *, const void *const *, void *grads,
