@@ -4,6 +4,8 @@
 
 #include "emulator.h"
 
+#include <memory>
+
 enum cudaError { cudaSuccess = 0, cudaErrorInvalidValue = 1, cudaErrorMemoryAllocation = 2, cudaErrorNoDevice = 100 };
 typedef cudaError cudaError_t;
 typedef struct EmuStream *cudaStream_t;
@@ -89,8 +91,17 @@ inline cudaError_t cudaStreamEndCapture(cudaStream_t, cudaGraph_t *g) {
   rnnc_emulator::capturing() = nullptr;
   return *g ? cudaSuccess : cudaErrorInvalidValue;
 }
+namespace rnnc_emulator {
+/// Instantiated graphs still held, freed when the library unloads: the
+/// generated code keeps its graphs until the process ends, as on a GPU.
+inline std::vector<std::unique_ptr<Graph>> &execs() {
+  static std::vector<std::unique_ptr<Graph>> held;
+  return held;
+}
+} // namespace rnnc_emulator
 inline cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t g, unsigned long long) {
-  *exec = new rnnc_emulator::Graph(*g);
+  rnnc_emulator::execs().push_back(std::make_unique<rnnc_emulator::Graph>(*g));
+  *exec = rnnc_emulator::execs().back().get();
   return cudaSuccess;
 }
 inline cudaError_t cudaGraphDestroy(cudaGraph_t g) {
@@ -98,8 +109,13 @@ inline cudaError_t cudaGraphDestroy(cudaGraph_t g) {
   return cudaSuccess;
 }
 inline cudaError_t cudaGraphExecDestroy(cudaGraphExec_t g) {
-  delete g;
-  return cudaSuccess;
+  auto &held = rnnc_emulator::execs();
+  for (size_t k = 0; k < held.size(); ++k)
+    if (held[k].get() == g) {
+      held.erase(held.begin() + static_cast<long>(k));
+      return cudaSuccess;
+    }
+  return cudaErrorInvalidValue;
 }
 inline cudaError_t cudaGraphLaunch(cudaGraphExec_t g, cudaStream_t) {
   for (auto &w : g->work) w();
