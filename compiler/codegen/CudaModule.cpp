@@ -45,7 +45,7 @@ public:
   std::string rows(const std::string &call, bool reading) const override {
     return reading ? "ok(" + call + ", s0), \"read_rows\");" : "RNNC_CUDA_CHECK(" + call + ", s0));";
   }
-  void enter(Writer &w) const override { w.line("if (!ready()) return 1;"); }
+  void enter(Writer &w) const override { w.line("if (!ready() || !check_aligned(mem, params)) return 1;"); }
   void context(Writer &w, bool backward) const override;
   std::string indexCheck(size_t k, const PortIR &in) const override {
     return fmt::format(

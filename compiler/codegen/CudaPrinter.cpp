@@ -76,8 +76,9 @@ __device__ __forceinline__ double fast_exp(double x) { return ::exp(x); }
 )cuda";
 
 // The prelude after the scalar functions.
-const char *kPreludeTail = R"cuda(// Four consecutive elements, loaded and stored as one (16 bytes for float).
-struct alignas(4 * sizeof(real)) real4 {
+const char *kPreludeTail = R"cuda(// Four consecutive elements, loaded and stored as one 16-byte access in
+// float, as two in double: 16 bytes is the alignment the entry points check.
+struct alignas(16) real4 {
   real v[4];
 };
 __device__ __forceinline__ real4 load4(const real *p) { return *reinterpret_cast<const real4 *>(p); }

@@ -34,7 +34,8 @@ __launch_bounds__; and with a spilling kernel, a syntax error, a kernel the
 host part loads but the source lacks, a file that is not a --jit bundle, a warning.
 
 Usage: check_text.py --rnnc RNNC --checker CHECKER --samples DIR
-                     --cuda-include DIR... [--nvcc NVCC] [--cxx CXX] [--keep]
+                     --cuda-include DIR... [--nvcc NVCC | --skip-nvcc REASON]
+                     [--cxx CXX] [--keep]
 Exit 0 when all holds; 1 otherwise (each failure named).
 """
 import argparse
@@ -417,6 +418,7 @@ def main():
     ap.add_argument("--samples", required=True)
     ap.add_argument("--cuda-include", required=True, nargs="+", help="the toolkit's include directories")
     ap.add_argument("--nvcc")
+    ap.add_argument("--skip-nvcc", metavar="REASON", help="leave nvcc out, saying why")
     ap.add_argument("--cxx", default=os.environ.get("CXX", "c++"))
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
     args = ap.parse_args()
@@ -508,7 +510,9 @@ def main():
             if rc:
                 fail(f"{args.cxx} -fsyntax-only {label}: exit {rc}\n{out}")
 
-    if args.nvcc and os.access(args.nvcc, os.X_OK):
+    if args.skip_nvcc:
+        print(f"-- nvcc: left out {args.skip_nvcc}")
+    elif args.nvcc and os.access(args.nvcc, os.X_OK):
         cus = [(n, glob.glob(os.path.join(work, "cu", n, "*.cu"))) for n in NVCC_SAMPLES if n in names]
         with Step(f"nvcc -arch=sm_90 -Werror all-warnings -c: {', '.join(n for n, _ in cus)}"):
             jobs = []

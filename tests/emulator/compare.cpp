@@ -1,21 +1,31 @@
-// compare CPU.so CUDA.so SYMBOL T B: runs the model a CPU bundle and a CUDA
-// bundle (built against tests/emulator/include) export, on the same random
-// params, inputs, initial states and seeds (of outputs and of final states),
-// twice over, and checks that outputs, final states, the loss (as forward
-// writes them and as the readers read them) and every gradient agree within 1e-9
-// (double builds), relative to each array's largest value. Exit 0 when
-// they do; 1 with what differs.
+// compare CPU.so CUDA.so SYMBOL T B [TOLERANCE]: runs the model a CPU bundle
+// and a CUDA bundle (built against tests/emulator/include) export, on the
+// same random params, inputs, initial states and seeds (of outputs and of
+// final states), the CUDA one twice, and checks that outputs, final states,
+// the loss (as forward writes them and as the readers read them) and every
+// gradient agree within TOLERANCE (default 1e-9; both builds double, or both
+// float), relative to each array's largest value, and that the two CUDA runs
+// agree bit for bit. RNNC_EMULATOR_MISALIGN=N offsets the CUDA model's
+// workspace and params N bytes from cudaMalloc's 256-byte alignment;
+// RNNC_EMULATOR_CALLER_STREAM=1 runs it on a non-blocking stream of its own
+// (as a caller's, e.g. torch's), not on the default one. Exit 0 when all
+// agree; 1 with what differs.
 #include "rnnc/device.h"
 #include "rnnc/model.h"
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <dlfcn.h>
+#include <list>
 #include <random>
 #include <string>
 #include <vector>
 
 namespace {
+
+void *callerStream = nullptr; // the stream the CUDA model runs on (null: its default)
 
 const rnnc_model *load(const char *lib, const char *symbol) {
   void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
@@ -29,8 +39,16 @@ const rnnc_model *load(const char *lib, const char *symbol) {
     return nullptr;
   }
   const rnnc_model *m = entry();
-  if (m->real_bytes != 8) {
-    std::fprintf(stderr, "compare: %s is not a double build\n", lib);
+  if (m->device == RNNC_DEVICE_CUDA && std::getenv("RNNC_EMULATOR_CALLER_STREAM")) {
+    auto create = reinterpret_cast<void *(*)()>(dlsym(h, "rnnc_emulator_caller_stream"));
+    callerStream = create ? create() : nullptr;
+    if (!callerStream) {
+      std::fprintf(stderr, "compare: %s makes no stream (rnnc_emulator_caller_stream)\n", lib);
+      return nullptr;
+    }
+  }
+  if (m->real_bytes != 8 && m->real_bytes != 4) {
+    std::fprintf(stderr, "compare: %s is neither a float nor a double build\n", lib);
     return nullptr;
   }
   return m;
@@ -45,12 +63,34 @@ struct Data {
 
 int64_t widthOf(const rnnc_tensor &t) { return t.is_index ? 1 : t.shape[0]; }
 
+/// `v` in the model's real type, as bytes.
+std::vector<char> asReals(const std::vector<double> &v, int32_t realBytes) {
+  std::vector<char> bytes(v.size() * static_cast<size_t>(realBytes));
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (realBytes == 8) std::memcpy(bytes.data() + 8 * i, &v[i], 8);
+    else {
+      const float f = static_cast<float>(v[i]);
+      std::memcpy(bytes.data() + 4 * i, &f, 4);
+    }
+  }
+  return bytes;
+}
+
 /// Everything the model computes from `d`, through its own kind of memory.
 bool runModel(const rnnc_model &m, const Data &d, int64_t T, int64_t B, Arrays &out) {
   rnnc::rt::ModelMemory mem(m);
-  void *ws = mem.alloc(m.workspace_bytes(T, B));
+  const int64_t R = m.real_bytes;
+  void *const stream = m.device == RNNC_DEVICE_CUDA ? callerStream : nullptr;
+  const char *misalign = m.device == RNNC_DEVICE_CUDA ? std::getenv("RNNC_EMULATOR_MISALIGN") : nullptr;
+  const int64_t shift = misalign ? std::atoll(misalign) : 0;
+  void *ws = mem.alloc(m.workspace_bytes(T, B) + shift);
+  if (ws) ws = static_cast<char *>(ws) + shift;
+  std::list<std::vector<char>> kept; // what the CPU model reads in place
   auto place = [&](const std::vector<double> &v, bool index) -> const void * {
-    if (!index) return mem.in(v.data(), static_cast<int64_t>(v.size()) * 8);
+    if (!index) {
+      const std::vector<char> &reals = kept.emplace_back(asReals(v, m.real_bytes));
+      return mem.in(reals.data(), static_cast<int64_t>(reals.size()));
+    }
     std::vector<int32_t> i(v.begin(), v.end());
     void *p = mem.alloc(static_cast<int64_t>(i.size()) * 4);
     return p && mem.upload(p, i.data(), static_cast<int64_t>(i.size()) * 4) ? p : nullptr;
@@ -62,11 +102,27 @@ bool runModel(const rnnc_model &m, const Data &d, int64_t T, int64_t B, Arrays &
       mem.download(i.data(), p, n * 4);
       v.assign(i.begin(), i.end());
     } else {
-      mem.download(v.data(), p, n * 8);
+      std::vector<char> reals(static_cast<size_t>(n * R));
+      mem.download(reals.data(), p, n * R);
+      for (int64_t i = 0; i < n; ++i) {
+        if (R == 8) std::memcpy(&v[i], reals.data() + 8 * i, 8);
+        else {
+          float f;
+          std::memcpy(&f, reals.data() + 4 * i, 4);
+          v[i] = f;
+        }
+      }
     }
     out.push_back({name, v});
   };
-  const void *P = place(d.params, false);
+  const void *P = nullptr;
+  if (shift) { // the params at the same offset from an alignment as the workspace
+    std::vector<char> reals = asReals(d.params, m.real_bytes);
+    char *p = static_cast<char *>(mem.alloc(static_cast<int64_t>(reals.size()) + shift));
+    if (p && mem.upload(p + shift, reals.data(), static_cast<int64_t>(reals.size()))) P = p + shift;
+  } else {
+    P = place(d.params, false);
+  }
   std::vector<const void *> inputs, states, seeds;
   for (int32_t k = 0; k < m.n_inputs; ++k) inputs.push_back(place(d.inputs[k], m.inputs[k].is_index));
   for (int32_t k = 0; k < m.n_states; ++k) states.push_back(place(d.states[k], m.states[k].is_index));
@@ -76,43 +132,43 @@ bool runModel(const rnnc_model &m, const Data &d, int64_t T, int64_t B, Arrays &
     stateSeeds.push_back(m.states[k].is_index ? nullptr : place(d.stateSeeds[k], false));
   // What forward writes.
   std::vector<void *> outputs, finals;
-  for (int32_t k = 0; k < m.n_outputs; ++k) outputs.push_back(mem.alloc(T * B * widthOf(m.outputs[k]) * 8));
-  for (int32_t k = 0; k < m.n_states; ++k) finals.push_back(mem.alloc(m.states[k].depth * B * widthOf(m.states[k]) * 8));
-  void *loss = mem.alloc(8);
+  for (int32_t k = 0; k < m.n_outputs; ++k) outputs.push_back(mem.alloc(T * B * widthOf(m.outputs[k]) * R));
+  for (int32_t k = 0; k < m.n_states; ++k) finals.push_back(mem.alloc(m.states[k].depth * B * widthOf(m.states[k]) * R));
+  void *loss = mem.alloc(R);
   if (!ws || !P || !mem.error().empty()) {
     std::fprintf(stderr, "compare: %s\n", mem.error().c_str());
     return false;
   }
-  if (m.forward(ws, T, B, P, inputs.data(), states.data(), outputs.data(), finals.data(), loss, nullptr) ||
-      m.synchronize(nullptr)) {
+  if (m.forward(ws, T, B, P, inputs.data(), states.data(), outputs.data(), finals.data(), loss, stream) ||
+      m.synchronize(stream)) {
     std::fprintf(stderr, "compare: forward: %s\n", m.last_error());
     return false;
   }
   for (int32_t k = 0; k < m.n_outputs; ++k) {
     int64_t n = T * B * widthOf(m.outputs[k]);
     take(std::string("output ") + m.outputs[k].name, outputs[k], n, m.outputs[k].is_index);
-    void *o = mem.alloc(n * 8);
-    m.read_output(ws, T, B, k, o, nullptr);
+    void *o = mem.alloc(n * R);
+    m.read_output(ws, T, B, k, o, stream);
     take(std::string("read_output ") + m.outputs[k].name, o, n, m.outputs[k].is_index);
   }
   for (int32_t k = 0; k < m.n_states; ++k) {
     int64_t n = m.states[k].depth * B * widthOf(m.states[k]);
     take(std::string("final state ") + m.states[k].name, finals[k], n, m.states[k].is_index);
-    void *o = mem.alloc(n * 8);
-    m.read_final_state(ws, T, B, k, o, nullptr);
+    void *o = mem.alloc(n * R);
+    m.read_final_state(ws, T, B, k, o, stream);
     take(std::string("read_final_state ") + m.states[k].name, o, n, m.states[k].is_index);
   }
   take("loss", loss, 1, false);
-  out.push_back({"read_loss", {m.read_loss(ws, T, B, nullptr)}});
+  out.push_back({"read_loss", {m.read_loss(ws, T, B, stream)}});
   if (!m.n_seeds && !m.has_loss) return true;
-  void *G = mem.alloc(m.param_elements * 8);
+  void *G = mem.alloc(m.param_elements * R);
   std::vector<void *> inputGrads, stateGrads;
-  for (int32_t k = 0; k < m.n_input_grads; ++k) inputGrads.push_back(mem.alloc(T * B * m.input_grads[k].shape[0] * 8));
+  for (int32_t k = 0; k < m.n_input_grads; ++k) inputGrads.push_back(mem.alloc(T * B * m.input_grads[k].shape[0] * R));
   for (int32_t k = 0; k < m.n_states; ++k)
-    stateGrads.push_back(m.states[k].is_index ? nullptr : mem.alloc(m.states[k].depth * B * m.states[k].shape[0] * 8));
+    stateGrads.push_back(m.states[k].is_index ? nullptr : mem.alloc(m.states[k].depth * B * m.states[k].shape[0] * R));
   if (m.backward(ws, T, B, P, seeds.data(), m.has_state_seeds ? stateSeeds.data() : nullptr, G, inputGrads.data(),
-                 stateGrads.data(), nullptr) ||
-      m.synchronize(nullptr)) {
+                 stateGrads.data(), stream) ||
+      m.synchronize(stream)) {
     std::fprintf(stderr, "compare: backward: %s\n", m.last_error());
     return false;
   }
@@ -129,14 +185,19 @@ bool runModel(const rnnc_model &m, const Data &d, int64_t T, int64_t B, Arrays &
 } // namespace
 
 int main(int argc, char **argv) {
-  if (argc != 6) {
-    std::fprintf(stderr, "usage: compare CPU.so CUDA.so SYMBOL T B\n");
+  if (argc != 6 && argc != 7) {
+    std::fprintf(stderr, "usage: compare CPU.so CUDA.so SYMBOL T B [TOLERANCE]\n");
     return 2;
   }
+  const double tolerance = argc == 7 ? std::atof(argv[6]) : 1e-9;
   const rnnc_model *cpu = load(argv[1], argv[3]), *cuda = load(argv[2], argv[3]);
   if (!cpu || !cuda) return 2;
   if (cuda->device != RNNC_DEVICE_CUDA || cpu->device != RNNC_DEVICE_CPU) {
     std::fprintf(stderr, "compare: expected a CPU and a CUDA model\n");
+    return 2;
+  }
+  if (cuda->real_bytes != cpu->real_bytes) {
+    std::fprintf(stderr, "compare: a %d-byte and a %d-byte build\n", cpu->real_bytes, cuda->real_bytes);
     return 2;
   }
   const int64_t T = std::stoll(argv[4]), B = std::stoll(argv[5]);
@@ -171,7 +232,7 @@ int main(int argc, char **argv) {
       worst = std::isnan(e) ? INFINITY : std::max(worst, e);
     }
     bool same = got[a].second == again[a].second;
-    bool good = worst <= 1e-9 && same;
+    bool good = worst <= tolerance && same;
     bad += !good;
     std::printf("%-4s %-32s %zu values, largest %.3g, relative error %.2g%s\n", good ? "ok" : "BAD", name.c_str(), w.size(),
                 top, worst, same ? "" : ", and two emulated runs differ");

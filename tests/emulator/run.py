@@ -14,7 +14,12 @@ against the CPU bundle with --time-parallel off (its loops step by step);
 Newton both where it converges (RNNC_SCAN_REPORT must say "kept") and where it
 falls back to the loop step by step ("not converged").
 
-usage: run.py --rnnc RNNC --compare COMPARE [--jobs N] [--only NAME ...] [--scans-only]"""
+Every build runs under RNNC_EMULATOR_SEED 1, 2 and 3 (the order of streams and
+blocks); float builds of every sample against float CPU bundles; and
+MUTANTS, mistakes the emulator must catch (docs/cuda.md).
+
+usage: run.py --rnnc RNNC --compare COMPARE [--jobs N] [--only NAME ...]
+              [--scans-only | --mutants-only | --double-only]"""
 import argparse
 import concurrent.futures
 import glob
@@ -22,6 +27,7 @@ import json
 import os
 import subprocess
 import sys
+import shutil
 import tempfile
 import time
 
@@ -65,33 +71,146 @@ SCAN_RUNS = [
 ]
 
 
-def check(rnnc, compare, sample, flags, work, steps=T, batch=B, dims=None, cpu_flags=None, expect=None):
-    name = os.path.basename(sample)[:-4]
-    label = " ".join([name] + flags + ([f"T={steps}", f"B={batch}"] if (steps, batch) != (T, B) else []))
-    start = time.monotonic()
-    out = os.path.join(work, label.replace(" ", "_").replace("-", "").replace("=", ""))
-    dims = DIMS.get(name, []) if dims is None else dims
-    if cpu_flags is None:
-        cpu_flags = [f for f in flags if f == "-O0"]
-    sh([rnnc, "compile", sample, "--target", "cpu", "-o", out + "/cpu"] + dims + cpu_flags)
+# Each build runs under these seeds of the emulator's stream and block order.
+SEEDS = ("1", "2", "3")
+# Float bundles against float CPU bundles, relative to each array's largest
+# value. The emulated cuBLAS sums in double and rounds once; OpenBLAS sums in
+# float, with its own blocking; the kernels' sums (layer norm, softmax) and
+# the exp/tanh of two libms differ by an ulp or two. A dot product of K <= 384
+# terms is then off by about sqrt(K) · 6e-8 ≈ 1e-6 of its terms' size, and a
+# recurrence amplifies that by its gain each step: the random weights (std
+# 0.4) give an H-wide tanh layer a gain of up to 0.4 · sqrt(H), so T = 5 steps
+# may multiply an error by 10 to 10^4. Observed worst (seed 1): 3e-5 (dilated)
+# on every sample but feedback, 5.1e-4 on feedback (two coupled layers of 256
+# and 128 units); so 1e-4, and 2e-3 for feedback. A real mistake (a missing
+# term, a wrong index, a skipped step) moves results by 1e-2 and more. With
+# --tf32 the GEMM operands keep 10 bits of mantissa (2^-11 ≈ 5e-4 each):
+# observed 4.1e-3 on the LSTM, so 1e-2.
+FLOAT_TOLERANCE, TF32_TOLERANCE = 1e-4, 1e-2
+FLOAT_TOLERANCE_OF = {"feedback": 2e-3}
+
+
+def build(rnnc, sample, flags, out, dims, cpu_flags, real, defines=(), runtime=RUNTIME, mutate=None):
+    """Compiles `sample` for the CPU and for CUDA into `out` and builds both as shared
+    libraries (the CUDA one against the emulator, its vector loads checked for
+    alignment by UBSan); `mutate` edits the .cu text first. Returns (cpu.so, cuda.so, symbol)."""
+    if not os.path.isdir(out + "/cpu"):
+        sh([rnnc, "compile", sample, "--target", "cpu", "-o", out + "/cpu"] + dims + cpu_flags)
     sh([rnnc, "compile", sample, "--target", "cuda", "-o", out + "/cuda"] + dims + flags)
     model = json.load(open(glob.glob(out + "/cpu/*.json")[0]))["symbol"]
     cpp = glob.glob(out + "/cpu/*.cpp")[0]
     cu = glob.glob(out + "/cuda/*.cu")[0]
-    common = ["c++", "-std=c++17", "-O1", "-fPIC", "-shared", "-DRNNC_REAL_DOUBLE", "-I" + RUNTIME]
-    sh(common + [cpp, "-o", out + "/cpu.so", "-fopenmp", "-lopenblas"])
-    sh(common + ["-x", "c++", "-DRNNC_CUDA_EMULATOR", "-I" + os.path.join(HERE, "include"), cu, "-o", out + "/cuda.so",
-                 "-pthread"])
-    cmd = [compare, out + "/cpu.so", out + "/cuda.so", model, str(steps), str(batch)]
-    r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "RNNC_SCAN_REPORT": "1"})
-    if r.returncode != 0:
-        raise RuntimeError("{} failed ({}):\n{}{}".format(" ".join(cmd), r.returncode, r.stdout, r.stderr[-3000:]))
-    if expect:
-        said = [line for line in r.stderr.splitlines() if line.startswith("rnnc: newton")]
-        if not said or not all(line.endswith(expect) or expect in line for line in said):
-            raise RuntimeError("{}: RNNC_SCAN_REPORT should say {!r} for every Newton loop; it said:\n{}".format(
-                label, expect, "\n".join(said) or "nothing"))
+    if mutate:
+        with open(cu) as f:
+            text = f.read()
+        changed = mutate(text)
+        if changed == text:
+            raise RuntimeError(f"the mutation left {cu} as it was")
+        with open(cu, "w") as f:
+            f.write(changed)
+    real_flags = ["-DRNNC_REAL_DOUBLE"] if real == "double" else []
+    common = ["c++", "-std=c++17", "-O1", "-fPIC", "-shared"] + real_flags
+    if not os.path.exists(out + "/cpu.so"):
+        sh(common + ["-I" + RUNTIME, cpp, "-o", out + "/cpu.so", "-fopenmp", "-lopenblas"])
+    sh(common + ["-I" + runtime, "-x", "c++", "-DRNNC_CUDA_EMULATOR", *defines, "-I" + os.path.join(HERE, "include"), cu,
+                 "-o", out + "/cuda.so", "-pthread", "-fsanitize=alignment", "-fno-sanitize-recover=alignment"])
+    return out + "/cpu.so", out + "/cuda.so", model
+
+
+def compare(compare_bin, libs, steps, batch, tolerance, seed, env=None):
+    cpu, cuda, model = libs
+    cmd = [compare_bin, cpu, cuda, model, str(steps), str(batch), str(tolerance)]
+    r = subprocess.run(cmd, capture_output=True, text=True,
+                       env={**os.environ, "RNNC_SCAN_REPORT": "1", "RNNC_EMULATOR_SEED": seed, **(env or {})})
+    return r, cmd
+
+
+def check(rnnc, compare_bin, sample, flags, work, steps=T, batch=B, dims=None, cpu_flags=None, expect=None, real="double",
+          defines=(), envs=({},)):
+    """Builds `sample` both ways and compares them under each seed, once per environment in `envs`."""
+    name = os.path.basename(sample)[:-4]
+    label = " ".join([name] + flags + ([f"T={steps}", f"B={batch}"] if (steps, batch) != (T, B) else []) +
+                     ([real] if real != "double" else []) + list(defines) +
+                     ["(also {})".format(" ".join(f"{k}={v}" for k, v in e.items())) for e in envs if e])
+    start = time.monotonic()
+    out = os.path.join(work, "".join(c if c.isalnum() else "_" for c in label))
+    dims = DIMS.get(name, []) if dims is None else dims
+    if cpu_flags is None:
+        cpu_flags = [f for f in flags if f == "-O0"]
+    try:
+        libs = build(rnnc, sample, flags, out, dims, cpu_flags, real, defines)
+    except RuntimeError as e:
+        raise RuntimeError(f"{label}: {e}") from None
+    tolerance = 1e-9 if real == "double" else TF32_TOLERANCE if "--tf32" in flags else \
+        FLOAT_TOLERANCE_OF.get(name, FLOAT_TOLERANCE)
+    for seed, env in ((seed, env) for env in envs for seed in SEEDS):
+        r, cmd = compare(compare_bin, libs, steps, batch, tolerance, seed, env)
+        if r.returncode != 0:
+            raise RuntimeError("{}: {} RNNC_EMULATOR_SEED={} {} failed ({}):\n{}{}".format(
+                label, " ".join(f"{k}={v}" for k, v in env.items()), seed, " ".join(cmd), r.returncode, r.stdout, r.stderr[-3000:]))
+        if expect:
+            said = [line for line in r.stderr.splitlines() if line.startswith("rnnc: newton")]
+            if not said or not all(line.endswith(expect) or expect in line for line in said):
+                raise RuntimeError("{}: RNNC_SCAN_REPORT should say {!r} for every Newton loop; it said:\n{}".format(
+                    label, expect, "\n".join(said) or "nothing"))
     return label, time.monotonic() - start
+
+
+def delete_lines(marker):
+    """A mutation: every line of the .cu holding `marker` deleted."""
+    return lambda text: "".join(line for line in text.splitlines(True) if marker not in line)
+
+
+def replace(old, new):
+    return lambda text: text.replace(old, new)
+
+
+# What the emulator must catch: each a bundle or its runtime changed the way a
+# real mistake would change it, which must fail under some seed of SEEDS
+# (sample, CUDA flags, what is wrong, the mutation of the .cu, the mutation of
+# rnnc/cuda.h, macros, environment).
+MUTANTS = [
+    ("bitagger", [], "stage 2 (stream 1) no longer waits for stage 0 (stream 0), whose GEMM it reads",
+     delete_lines("cudaStreamWaitEvent(c.stream(1), c.event(0), 0)"), None, (), {}),
+    ("bitagger", [], "stage 3 (stream 0) no longer waits for stage 2 (stream 1), whose states it reads",
+     delete_lines("cudaStreamWaitEvent(c.stream(0), c.event(2), 0)"), None, (), {}),
+    ("lstm", [], "the gradients are not cleared: backward adds to memory never written",
+     delete_lines("cudaMemsetAsync(G, 0,"), None, (), {}),
+    ("lstm", [], "a workspace 8 bytes off its 16-byte alignment", None, None, (), {"RNNC_EMULATOR_MISALIGN": "8"}),
+    ("lstm", [], "the entry points' alignment check removed, the workspace 8 bytes off: a vector load faults",
+     replace("!check_aligned(mem, params)", "false"), None, (), {"RNNC_EMULATOR_MISALIGN": "8"}),
+    ("lstm", ["--cuda-graphs"], "a synchronize inside the capture",
+     None, ("int failed = body(capture);", "cudaStreamSynchronize(capture);\n    int failed = body(capture);"), (), {}),
+    ("lstm", ["--cuda-graphs"], "the loop captured on the legacy default stream",
+     None, ("cudaStreamBeginCapture(capture,", "cudaStreamBeginCapture(nullptr,"), (), {}),
+    ("lstm", [], "per-thread default streams, and device_copy waits only for its own",
+     None, ("return ok(cudaDeviceSynchronize(), \"cudaDeviceSynchronize\") &&", "return"),
+     ("-DCUDA_API_PER_THREAD_DEFAULT_STREAM",), {}),
+]
+
+
+def check_mutant(rnnc, compare_bin, work, index, mutant):
+    name, flags, what, mutate, runtime_edit, defines, env = mutant
+    start = time.monotonic()
+    out = os.path.join(work, f"mutant{index}")
+    runtime = RUNTIME
+    if runtime_edit:
+        runtime = os.path.join(out, "runtime")
+        shutil.copytree(RUNTIME, runtime)
+        header = os.path.join(runtime, "rnnc", "cuda.h")
+        with open(header) as f:
+            text = f.read()
+        if runtime_edit[0] not in text:
+            raise RuntimeError(f"{what}: rnnc/cuda.h has no {runtime_edit[0]!r}")
+        with open(header, "w") as f:
+            f.write(text.replace(runtime_edit[0], runtime_edit[1]))
+    sample = os.path.join(ROOT, "samples", name + ".rnn")
+    libs = build(rnnc, sample, flags, out, DIMS.get(name, []), [], "double", defines, runtime, mutate)
+    for seed in SEEDS:
+        r, _ = compare(compare_bin, libs, T, B, 1e-9, seed, env)
+        if r.returncode != 0:
+            return f"{name}: {what}", time.monotonic() - start
+    raise RuntimeError(f"{name}: {what}: the emulator passed it under every seed ({', '.join(SEEDS)})")
 
 
 def main():
@@ -101,35 +220,54 @@ def main():
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--only", nargs="*")
     ap.add_argument("--scans-only", action="store_true", help="only the loops run in parallel over time")
+    ap.add_argument("--mutants-only", action="store_true", help="only what the emulator must catch")
+    ap.add_argument("--double-only", action="store_true",
+                    help="the double builds only: no float builds, no mutants (the sanitized tier: tests/emulator/CMakeLists.txt)")
     a = ap.parse_args()
     samples = sorted(glob.glob(os.path.join(ROOT, "samples", "*.rnn")))
     if a.only:
         samples = [s for s in samples if os.path.basename(s)[:-4] in a.only]
-    runs = [(s, [], {}) for s in samples]
-    for name in ("lstm", "bitagger"):
-        for flags in (["-O0"], ["--cuda-graphs"]):
-            runs += [(s, flags, {}) for s in samples if os.path.basename(s) == name + ".rnn"]
-    if a.scans_only:
+    named = lambda *names: [s for s in samples if os.path.basename(s)[:-4] in names]  # noqa: E731
+    # The caller's own non-blocking stream, and (16 mod 32: enough for double's
+    # two 16-byte accesses) a workspace 16 bytes off cudaMalloc's alignment.
+    caller, off16 = {"RNNC_EMULATOR_CALLER_STREAM": "1"}, {"RNNC_EMULATOR_MISALIGN": "16"}
+    envs_of = {"lstm": ({}, caller, off16), "bitagger": ({}, caller)}
+    runs = [(s, [], {"envs": envs_of.get(os.path.basename(s)[:-4], ({},))}) for s in samples]
+    runs += [(s, [], {"real": "float"}) for s in samples]
+    for s in named("lstm", "bitagger"):
+        runs += [(s, ["-O0"], {}), (s, ["--cuda-graphs"], {"envs": ({}, caller)}),
+                 (s, [], {"defines": ("-DCUDA_API_PER_THREAD_DEFAULT_STREAM",), "envs": ({}, caller)})]
+    for s in named("lstm"):
+        runs += [(s, ["--tf32"], {"real": "float"}), (s, ["--cuda-graphs"], {"real": "float"})]
+    if a.scans_only or a.mutants_only:
         runs = []
-    for file, flags, steps, batch, dims, expect in SCAN_RUNS:
+    if a.double_only:
+        runs = [(s, f, kw) for s, f, kw in runs if kw.get("real", "double") == "double"]
+    for file, flags, steps, batch, dims, expect in SCAN_RUNS if not a.mutants_only else []:
         path = os.path.join(HERE, file) if file.endswith(".rnn") else os.path.join(ROOT, "samples", file + ".rnn")
         if a.only and os.path.basename(path)[:-4] not in a.only:
             continue
-        runs.append((path, flags, {"steps": steps, "batch": batch, "dims": dims, "expect": expect,
-                                   "cpu_flags": ["--time-parallel", "off"]}))
+        kw = {"steps": steps, "batch": batch, "dims": dims, "expect": expect, "cpu_flags": ["--time-parallel", "off"]}
+        runs.append((path, flags, kw))
+        if (expect or steps == 300 and file in ("mingru", "qrnn")) and not a.double_only:  # Newton and scans in float
+            runs.append((path, flags, {**kw, "real": "float"}))
+    mutants = [(k, m) for k, m in enumerate(MUTANTS) if not a.only or m[0] in a.only]
+    if a.scans_only or a.double_only:
+        mutants = []
     failed = 0
     with tempfile.TemporaryDirectory() as work, concurrent.futures.ThreadPoolExecutor(a.jobs) as pool:
-        futures = {pool.submit(check, a.rnnc, a.compare, s, f, work, **kw): (s, f, kw) for s, f, kw in runs}
+        futures = {pool.submit(check, a.rnnc, a.compare, s, f, work, **kw): "build" for s, f, kw in runs}
+        futures.update({pool.submit(check_mutant, a.rnnc, a.compare, work, k, m): "mutant" for k, m in mutants})
         for fut in concurrent.futures.as_completed(futures):
-            s, f, kw = futures[fut]
-            label = " ".join([os.path.basename(s)[:-4]] + f + ([f"T={kw['steps']}", f"B={kw['batch']}"] if kw else []))
             try:
-                _, seconds = fut.result()
-                print("PASS {} ({:.1f} s)".format(label, seconds), flush=True)
+                label, seconds = fut.result()
+                what = "PASS" if futures[fut] == "build" else "PASS (caught)"
+                print("{} {} ({:.1f} s)".format(what, label, seconds), flush=True)
             except Exception as e:  # noqa: BLE001 - every failure is reported
                 failed += 1
-                print("FAIL {}\n{}".format(label, e))
-    print("{} of {} emulated CUDA builds agree with the CPU target".format(len(runs) - failed, len(runs)))
+                print("FAIL {}".format(e), flush=True)
+    print("{} of {} checks hold ({} emulated CUDA builds against the CPU target, {} mistakes the emulator must catch)"
+          .format(len(runs) + len(mutants) - failed, len(runs) + len(mutants), len(runs), len(mutants)))
     return 1 if failed else 0
 
 

@@ -3,9 +3,10 @@
 after tests/gpu/run.py passed:
 
 1. compute-sanitizer on `rnnc bench --device cuda` (forward and backward,
-   random data): memcheck on lstm, layernorm_lstm, bitagger (two streams) and
-   lstm with --cuda-graphs; racecheck and synccheck on lstm and
-   layernorm_lstm (one-row-per-block sweeps, block reductions).
+   random data): racecheck, synccheck, initcheck and memcheck on one bundle
+   per feature (FEATURES: one stream, block reductions, two streams, CUDA
+   graphs, a scan, Newton); what the emulator (tests/emulator) can only
+   approximate.
    A report of errors is a failure; a tool that does not run here (gVisor) is
    "n/a" with its reason.
 2. Launches per step, counted by Nsight Compute (ncu): every kernel of one
@@ -49,14 +50,26 @@ def last_line(text):
     return lines[-1][:200] if lines else ""
 
 
+# One bundle per feature: (sample, rnnc flags, T). Scans and Newton at T = 64: several chunks.
+FEATURES = [
+    ("lstm", [], 6),                                         # one stream, cuBLAS + fused kernels
+    ("layernorm_lstm", [], 6),                               # block reductions: shared memory and barriers
+    ("bitagger", [], 6),                                     # two streams joined by events
+    ("lstm", ["--cuda-graphs"], 6),                          # loops captured and replayed as graphs
+    ("mingru", ["--time-parallel", "scan"], 64),             # a loop as a parallel scan
+    ("indrnn", ["--time-parallel", "newton", "--newton-iterations", "40"], 64),  # Newton's iterations
+]
+
+
 def sanitize(rnnc, samples):
+    """racecheck, synccheck and initcheck on every feature's bundle, then
+    memcheck on each: the first tools first, so a run cut short still checked
+    every feature for races."""
     lines, failed = ["", "### compute-sanitizer", ""], False
-    memcheck = [("lstm", []), ("layernorm_lstm", []), ("bitagger", []), ("lstm", ["--cuda-graphs"])]
-    shared = [("lstm", []), ("layernorm_lstm", [])]  # block reductions: shared memory and barriers
-    for tool, cases in (("memcheck", memcheck), ("racecheck", shared), ("synccheck", shared)):
-        for name, extra in cases:
+    for tool in ("racecheck", "synccheck", "initcheck", "memcheck"):
+        for name, extra, T in FEATURES:
             cmd = ["compute-sanitizer", "--tool", tool, "--error-exitcode", str(ERRORS)] + \
-                  bench(rnnc, os.path.join(samples, name + ".rnn"), 6, extra)
+                  bench(rnnc, os.path.join(samples, name + ".rnn"), T, extra)
             rc, out = run(cmd)
             label = f"{tool} {name}{' ' + ' '.join(extra) if extra else ''}"
             if rc == 0:

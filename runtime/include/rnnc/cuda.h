@@ -340,10 +340,24 @@ inline void *device_alloc(int64_t bytes) {
   return p;
 }
 inline void device_free(void *p) { cudaFree(p); }
+/// Synchronous with all the device's work: cudaMemcpy alone waits only for the
+/// default stream, which is not the caller's stream (non-blocking, or built
+/// with per-thread default streams), so the device is synchronized first.
 inline int device_copy(void *dst, const void *src, int64_t bytes, int32_t kind) {
   static const cudaMemcpyKind kinds[] = {cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost, cudaMemcpyDeviceToDevice};
   if (kind < 0 || kind > 2) return 1;
-  return ok(cudaMemcpy(dst, src, static_cast<size_t>(bytes), kinds[kind]), "cudaMemcpy") ? 0 : 1;
+  return ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize") &&
+                 ok(cudaMemcpy(dst, src, static_cast<size_t>(bytes), kinds[kind]), "cudaMemcpy")
+             ? 0
+             : 1;
+}
+
+/// The alignment the kernels' vector loads and stores (real4: 16 bytes) need
+/// of the workspace and the params; false with last_error() set.
+inline bool check_aligned(const void *ws, const void *params) {
+  if ((reinterpret_cast<uintptr_t>(ws) | reinterpret_cast<uintptr_t>(params)) % 16 == 0) return true;
+  last_error() = "the workspace and the params must be 16-byte aligned (cudaMalloc and torch's allocator give 256)";
+  return false;
 }
 
 } // namespace rnnc::cuda

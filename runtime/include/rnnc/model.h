@@ -114,7 +114,8 @@ typedef struct rnnc_model {
    * ignored and the calls return when done.
    * RNNC_DEVICE_CUDA: ws, params, inputs, states, outputs, seeds, gradients,
    * the loss and the `out` of the readers are device memory; ws and params
-   * 16-byte aligned (as cudaMalloc and torch's allocator return them).
+   * 16-byte aligned (as cudaMalloc and torch's allocator return them;
+   * forward and backward check it).
    * `stream` is the caller's cudaStream_t (NULL: the legacy default
    * stream): forward and backward queue their work on it, and the streams a
    * bundle forks for independent stages wait on it and join back into it
@@ -124,7 +125,8 @@ typedef struct rnnc_model {
    * handles are per thread, so distinct workspaces may run from distinct
    * threads at once. synchronize(stream) waits for the stream. The
    * device_* calls give CUDA memory for such a model (null on the CPU):
-   * alloc returns null on failure, copy (RNNC_COPY_*, synchronous) returns
+   * alloc returns null on failure, copy (RNNC_COPY_*; synchronizes the
+   * device first, so it follows all queued work on any stream) returns
    * 0 or 1 with the reason in last_error. */
   int32_t device;
   int (*synchronize)(void *stream);

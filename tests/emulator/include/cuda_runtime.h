@@ -1,40 +1,87 @@
 // The part of the CUDA runtime API generated code and rnnc/cuda.h use, on
-// host memory (see emulator.h).
+// host memory, with the streams and capture rules of emulator_streams.h.
 #pragma once
 
 #include "emulator.h"
 
 #include <memory>
 
-enum cudaError { cudaSuccess = 0, cudaErrorInvalidValue = 1, cudaErrorMemoryAllocation = 2, cudaErrorNoDevice = 100 };
+enum cudaError {
+  cudaSuccess = 0,
+  cudaErrorInvalidValue = 1,
+  cudaErrorMemoryAllocation = 2,
+  cudaErrorNoDevice = 100,
+  cudaErrorStreamCaptureUnsupported = 900,
+  cudaErrorStreamCaptureInvalidated = 901,
+  cudaErrorStreamCaptureImplicit = 906,
+};
 typedef cudaError cudaError_t;
-typedef struct EmuStream *cudaStream_t;
-typedef struct EmuEvent *cudaEvent_t;
+typedef EmuStream *cudaStream_t;
+typedef EmuEvent *cudaEvent_t;
 typedef rnnc_emulator::Graph *cudaGraph_t;
 typedef rnnc_emulator::Graph *cudaGraphExec_t;
 enum cudaMemcpyKind { cudaMemcpyHostToDevice = 1, cudaMemcpyDeviceToHost = 2, cudaMemcpyDeviceToDevice = 3 };
 enum cudaStreamCaptureMode { cudaStreamCaptureModeGlobal, cudaStreamCaptureModeThreadLocal, cudaStreamCaptureModeRelaxed };
 constexpr unsigned cudaStreamDefault = 0, cudaStreamNonBlocking = 1, cudaEventDisableTiming = 2;
 
-inline const char *cudaGetErrorString(cudaError_t e) { return e == cudaSuccess ? "no error" : "emulated CUDA error"; }
+inline const char *cudaGetErrorString(cudaError_t e) {
+  switch (e) {
+  case cudaSuccess: return "no error";
+  case cudaErrorStreamCaptureUnsupported: return "operation not permitted when stream is capturing";
+  case cudaErrorStreamCaptureInvalidated: return "operation failed due to a previous error during capture";
+  case cudaErrorStreamCaptureImplicit: return "operation would make the legacy stream depend on a capturing blocking stream";
+  default: return "emulated CUDA error";
+  }
+}
 inline cudaError_t cudaGetDeviceCount(int *n) {
   *n = 1;
   return cudaSuccess;
 }
-inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned) {
-  static int streams = 0;
-  *s = reinterpret_cast<cudaStream_t>(static_cast<intptr_t>(++streams));
+
+// Streams and events.
+inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags) {
+  *s = rnnc_emulator::device().create(!(flags & cudaStreamNonBlocking));
   return cudaSuccess;
 }
+inline cudaError_t cudaStreamDestroy(cudaStream_t) { return cudaSuccess; } // its queued work still runs
 inline cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned) {
-  *e = nullptr;
+  static std::vector<std::unique_ptr<EmuEvent>> events;
+  events.push_back(std::make_unique<EmuEvent>());
+  *e = events.back().get();
   return cudaSuccess;
 }
 inline cudaError_t cudaEventDestroy(cudaEvent_t) { return cudaSuccess; }
-inline cudaError_t cudaStreamDestroy(cudaStream_t) { return cudaSuccess; }
-inline cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t) { return cudaSuccess; }
-inline cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned) { return cudaSuccess; }
-inline cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+inline cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
+  rnnc_emulator::Device &d = rnnc_emulator::device();
+  EmuStream *st = d.resolve(s);
+  // Events in a graph are not emulated: none of rnnc's captures uses one.
+  if (st->capture) return st->invalidated = true, cudaErrorStreamCaptureUnsupported;
+  if (d.isLegacy(st) && !d.push(st, rnnc_emulator::Item{rnnc_emulator::Item::Work, [] {}, 0}))
+    return cudaErrorStreamCaptureImplicit;
+  e->ticket = d.record(st);
+  return cudaSuccess;
+}
+inline cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned) {
+  rnnc_emulator::Device &d = rnnc_emulator::device();
+  EmuStream *st = d.resolve(s);
+  if (st->capture) return st->invalidated = true, cudaErrorStreamCaptureUnsupported;
+  return d.push(st, rnnc_emulator::Item{rnnc_emulator::Item::Wait, {}, e->ticket}) ? cudaSuccess
+                                                                                   : cudaErrorStreamCaptureImplicit;
+}
+inline cudaError_t cudaStreamSynchronize(cudaStream_t s) {
+  rnnc_emulator::Device &d = rnnc_emulator::device();
+  if (d.captureForbids()) return cudaErrorStreamCaptureUnsupported;
+  d.drainStream(d.resolve(s));
+  return cudaSuccess;
+}
+inline cudaError_t cudaDeviceSynchronize() {
+  rnnc_emulator::Device &d = rnnc_emulator::device();
+  if (d.captureForbids()) return cudaErrorStreamCaptureUnsupported;
+  d.drainAll();
+  return cudaSuccess;
+}
+
+// Memory.
 namespace rnnc_emulator {
 /// Device memory still held, freed when the library unloads (what the CUDA
 /// runtime does to a process's memory at exit), so leak checkers stay quiet.
@@ -51,15 +98,21 @@ inline Heap &heap() {
 } // namespace rnnc_emulator
 
 inline cudaError_t cudaMalloc(void **p, size_t n) {
-  // Not zeroed, like device memory: filled with NaN-ish bytes so a read of
+  if (rnnc_emulator::device().captureForbids()) return cudaErrorStreamCaptureUnsupported;
+  // 256-byte aligned, as cudaMalloc's; not zeroed, like device memory: all
+  // bits set, a NaN in float and double (and -1 as an index), so a read of
   // something never written shows.
-  *p = std::malloc(n ? n : 1);
+  const size_t bytes = (n ? n + 255 : 256) / 256 * 256;
+  *p = std::aligned_alloc(256, bytes);
   if (!*p) return cudaErrorMemoryAllocation;
-  std::memset(*p, 0xff, n);
+  std::memset(*p, 0xff, bytes);
   rnnc_emulator::heap().blocks.push_back(*p);
   return cudaSuccess;
 }
 inline cudaError_t cudaFree(void *p) {
+  rnnc_emulator::Device &d = rnnc_emulator::device();
+  if (d.captureForbids()) return cudaErrorStreamCaptureUnsupported;
+  d.drainAll(); // cudaFree waits for the device
   auto &blocks = rnnc_emulator::heap().blocks;
   for (size_t k = 0; k < blocks.size(); ++k)
     if (blocks[k] == p) {
@@ -69,27 +122,43 @@ inline cudaError_t cudaFree(void *p) {
     }
   return p ? cudaErrorInvalidValue : cudaSuccess;
 }
-inline cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, cudaMemcpyKind) {
-  std::memmove(dst, src, n);
+inline cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, cudaMemcpyKind, cudaStream_t s) {
+  return rnnc_emulator::issue(s, [=] { std::memmove(dst, src, n); }) ? cudaSuccess : cudaErrorStreamCaptureImplicit;
+}
+/// Queued on stream 0 (the legacy stream: after every blocking stream's
+/// work), and waited for.
+inline cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, cudaMemcpyKind kind) {
+  rnnc_emulator::Device &d = rnnc_emulator::device();
+  if (d.capturing() && !(d.isLegacy(d.resolve(nullptr)) && d.capturing()->blocking)) {
+    d.captureForbids();
+    return cudaErrorStreamCaptureUnsupported;
+  }
+  if (cudaError_t e = cudaMemcpyAsync(dst, src, n, kind, nullptr)) return e;
+  d.drainStream(d.resolve(nullptr));
   return cudaSuccess;
 }
-inline cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, cudaMemcpyKind, cudaStream_t) {
-  rnnc_emulator::issue([=] { std::memmove(dst, src, n); });
+inline cudaError_t cudaMemsetAsync(void *dst, int value, size_t n, cudaStream_t s) {
+  return rnnc_emulator::issue(s, [=] { std::memset(dst, value, n); }) ? cudaSuccess : cudaErrorStreamCaptureImplicit;
+}
+
+// Graphs.
+inline cudaError_t cudaStreamBeginCapture(cudaStream_t s, cudaStreamCaptureMode) {
+  rnnc_emulator::Device &d = rnnc_emulator::device();
+  EmuStream *st = d.resolve(s);
+  if (d.isLegacy(st) || st->capture) return cudaErrorStreamCaptureUnsupported;
+  st->capture = new rnnc_emulator::Graph;
+  st->invalidated = false;
   return cudaSuccess;
 }
-inline cudaError_t cudaMemsetAsync(void *dst, int value, size_t n, cudaStream_t) {
-  rnnc_emulator::issue([=] { std::memset(dst, value, n); });
+inline cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *g) {
+  EmuStream *st = rnnc_emulator::device().resolve(s);
+  *g = nullptr;
+  if (!st->capture) return cudaErrorInvalidValue;
+  std::unique_ptr<rnnc_emulator::Graph> graph(st->capture);
+  st->capture = nullptr;
+  if (st->invalidated) return cudaErrorStreamCaptureInvalidated;
+  *g = graph.release();
   return cudaSuccess;
-}
-inline cudaError_t cudaStreamBeginCapture(cudaStream_t, cudaStreamCaptureMode) {
-  if (rnnc_emulator::capturing()) return cudaErrorInvalidValue;
-  rnnc_emulator::capturing() = new rnnc_emulator::Graph;
-  return cudaSuccess;
-}
-inline cudaError_t cudaStreamEndCapture(cudaStream_t, cudaGraph_t *g) {
-  *g = rnnc_emulator::capturing();
-  rnnc_emulator::capturing() = nullptr;
-  return *g ? cudaSuccess : cudaErrorInvalidValue;
 }
 namespace rnnc_emulator {
 /// Instantiated graphs still held, freed when the library unloads: the
@@ -117,8 +186,17 @@ inline cudaError_t cudaGraphExecDestroy(cudaGraphExec_t g) {
     }
   return cudaErrorInvalidValue;
 }
-inline cudaError_t cudaGraphLaunch(cudaGraphExec_t g, cudaStream_t) {
-  for (auto &w : g->work) w();
+inline cudaError_t cudaGraphLaunch(cudaGraphExec_t g, cudaStream_t s) {
+  for (auto &w : g->work)
+    if (!rnnc_emulator::issue(s, w)) return cudaErrorStreamCaptureImplicit;
   return cudaSuccess;
 }
 inline cudaError_t cudaLaunchKernel(const void *, dim3, dim3, void **, size_t, cudaStream_t) { return cudaErrorInvalidValue; }
+
+/// For tests/emulator/compare.cpp: a non-blocking stream of this bundle's
+/// emulated device, which it passes as the caller's stream.
+extern "C" __attribute__((visibility("default"))) void *rnnc_emulator_caller_stream() {
+  cudaStream_t s = nullptr;
+  cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+  return s;
+}

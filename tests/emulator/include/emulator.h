@@ -2,11 +2,16 @@
 // bundle compiles as C++ against these headers (cuda_runtime.h, cublas_v2.h)
 // with -DRNNC_CUDA_EMULATOR. Each block of a launch runs its threads as
 // fibers with a real barrier for __syncthreads() and a real exchange for
-// warp shuffles, blocks one after another; cuBLAS is a plain reference in
-// double. Streams run in issue order; a stream being captured records its
-// work and a graph launch replays it. Memory is host memory.
+// warp shuffles; the blocks of a grid run in a random order. Launches,
+// copies and cuBLAS calls wait in their stream's queue and run when the host
+// forces them, the streams in a random order (emulator_streams.h); cuBLAS is
+// a plain reference in double. Memory is host memory, 256-byte aligned and
+// filled with NaNs when allocated (cuda_runtime.h).
 #pragma once
 
+#include "emulator_streams.h"
+
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -130,23 +135,13 @@ struct Block {
 };
 inline Block *block = nullptr;
 
-/// Work recorded while a stream is captured, replayed by a graph launch.
-struct Graph {
-  std::vector<std::function<void()>> work;
-};
-inline Graph *&capturing() {
-  static Graph *g = nullptr;
-  return g;
-}
-/// Runs `f` now, or records it when a capture is on.
-inline void issue(std::function<void()> f) {
-  if (capturing()) capturing()->work.push_back(std::move(f));
-  else f();
-}
-
 template <class... Args>
 inline void run(void (*fn)(Args...), unsigned grid, unsigned threads, Args... args) {
-  for (unsigned b = 0; b < grid; ++b) {
+  // The blocks in a random order: none may depend on another having run.
+  std::vector<unsigned> order(grid);
+  for (unsigned b = 0; b < grid; ++b) order[b] = b;
+  std::shuffle(order.begin(), order.end(), device().rng());
+  for (unsigned b : order) {
     Block shared(threads);
     bIdx = uint3{b, 0, 0};
     bDim = dim3(threads);
@@ -158,12 +153,13 @@ inline void run(void (*fn)(Args...), unsigned grid, unsigned threads, Args... ar
   }
 }
 
+/// Queues the launch on `stream`; false for a launch a GPU would refuse or
+/// one the capture rules forbid.
 template <class... Args>
-inline bool launch(const void *kernel, unsigned grid, unsigned threads, void * /*stream*/, Args... args) {
+inline bool launch(const void *kernel, unsigned grid, unsigned threads, EmuStream *stream, Args... args) {
   if (threads == 0 || threads > 1024 || threads % 32 || grid == 0) return false;
   auto fn = reinterpret_cast<void (*)(Args...)>(const_cast<void *>(kernel));
-  issue([=] { run(fn, grid, threads, args...); });
-  return true;
+  return issue(stream, [=] { run(fn, grid, threads, args...); });
 }
 
 inline void syncthreads() { block->barrier.wait(); }
