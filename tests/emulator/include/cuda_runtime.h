@@ -126,12 +126,13 @@ inline cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, cudaMem
   return rnnc_emulator::issue(s, [=] { std::memmove(dst, src, n); }) ? cudaSuccess : cudaErrorStreamCaptureImplicit;
 }
 /// Queued on stream 0 (the legacy stream: after every blocking stream's
-/// work), and waited for.
+/// work), and waited for; refused during a capture, which it invalidates.
 inline cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, cudaMemcpyKind kind) {
   rnnc_emulator::Device &d = rnnc_emulator::device();
-  if (d.capturing() && !(d.isLegacy(d.resolve(nullptr)) && d.capturing()->blocking)) {
-    d.captureForbids();
-    return cudaErrorStreamCaptureUnsupported;
+  if (EmuStream *c = d.capturing()) {
+    c->invalidated = true;
+    return d.isLegacy(d.resolve(nullptr)) && c->blocking ? cudaErrorStreamCaptureImplicit
+                                                         : cudaErrorStreamCaptureUnsupported;
   }
   if (cudaError_t e = cudaMemcpyAsync(dst, src, n, kind, nullptr)) return e;
   d.drainStream(d.resolve(nullptr));
