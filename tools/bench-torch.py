@@ -55,7 +55,7 @@ int main(int argc, char **argv) {
   std::vector<double> t;
   for (long r = 0; r < runs + 20; ++r) {
     auto a = std::chrono::steady_clock::now();
-    if (m->forward(ws, T, B, params, in.data(), nullptr, out.data(), fin.data(), m->has_loss ? loss : nullptr, nullptr) ||
+    if (m->forward(ws, T, B, params, in.data(), nullptr, out.data(), fin.data(), m->has_loss ? loss : nullptr, nullptr, nullptr) ||
         m->backward(ws, T, B, params, seeds.data(), sseeds.data(), grads, ig.data(), sg.data(), nullptr)) {
       std::fprintf(stderr, "%s\n", m->last_error()); return 1; }
     auto b = std::chrono::steady_clock::now();

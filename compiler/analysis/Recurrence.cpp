@@ -63,7 +63,8 @@ Transfer transferOf(Op op) {
   switch (op) {
   case Op::Input:
   case Op::Param:
-  case Op::Const: return {Combine::Linear, Mixing::Elementwise}; // leaves: never in a loop
+  case Op::Const:
+  case Op::Keep: return {Combine::Linear, Mixing::Elementwise}; // leaves and masks: never in a loop
   case Op::Add:
   case Op::Sub:
   case Op::Neg: return {Combine::Linear, Mixing::Elementwise};

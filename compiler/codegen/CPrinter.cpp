@@ -2,6 +2,7 @@
 
 #include "codegen/Tangent.h"
 #include "ir/Pointwise.h"
+#include "ir/Scalar.h"
 #include "support/Crash.h"
 
 #include <cmath>
@@ -124,6 +125,12 @@ std::string CPrinter::mapExpr(const Instr &in) const {
       s += k + 1 < in.args.size() ? fmt::format("i < {} ? {} : ", start, piece) : piece;
     }
     return "(" + s + ")";
+  }
+  case Op::Keep: { // row r is step r / B of sequence r % B
+    const double kept = in.inverted ? 1 / in.value : 1, expected = in.inverted ? 1 : in.value;
+    return fmt::format("keep_mask(ws.rng, {}u, {}, unsigned(r % B), unsigned({}), {}u, {}, {})", in.offset,
+                       in.perSequence ? "~0u" : "unsigned(r / B)", elementIndex(), scalar::keep_threshold(in.value),
+                       literal(kept), literal(expected));
   }
   case Op::Embed:
     // The row's offset in 64 bits: V x E may pass 2^31.

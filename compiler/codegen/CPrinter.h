@@ -66,6 +66,8 @@ protected:
     (void)var, (void)op, (void)indent;
     return "";
   }
+  /// The element a map sweep's body is at ("i"; CUDA: "i0 + i" when a thread has several).
+  virtual std::string elementIndex() const { return "i"; }
   /// Name of a math function (`std::exp`, CUDA: `expf`/`exp` through overloads).
   virtual std::string math(const char *name) const { return std::string("std::") + name; }
 

@@ -28,6 +28,7 @@ public:
     return fmt::format("if (!check_indices(static_cast<const int32_t *>(inputs[{}]), T * B, {}, \"{}\")) return 1;", k,
                        in.width, in.name);
   }
+  void maskKey(Writer &w) const override { w.line("mask_words(options, ws.rng);"); }
   void clearGradients(Writer &w) const override { w.line("std::fill_n(G, {}, real(0));", p_.paramElements); }
   void stages(Writer &w, bool backward) override;
   std::string launch(const KernelIR &k, const std::string &rows) const override {

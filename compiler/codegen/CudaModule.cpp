@@ -52,6 +52,10 @@ public:
         "if (check_device_indices(static_cast<const int32_t *>(inputs[{}]), T * B, {}, \"{}\", s0)) return 1;", k, in.width,
         in.name);
   }
+  void maskKey(Writer &w) const override {
+    w.line("unsigned rng[3];").line("mask_words(options, rng);");
+    w.line("if (!launch(kernel_[3], \"set_rng\", 1, 32, s0, ws.rng, rng[0], rng[1], rng[2])) return 1;");
+  }
   void clearGradients(Writer &w) const override;
   void stages(Writer &w, bool backward) override;
   std::string launch(const KernelIR &k, const std::string &rows) const override {

@@ -295,6 +295,7 @@ std::string CudaPrinter::libraryKernel(const KernelIR &) { RNNC_UNREACHABLE("lib
 
 std::vector<std::string> cudaKernelNames(const Program &p) {
   std::vector<std::string> names = {"fill", "grad_embed", "mean"};
+  if (p.hasMasks) names.push_back("set_rng");
   for (const KernelIR &k : p.kernels)
     if (k.kind == KernelIR::Kind::Fused) names.push_back(k.name);
   for (size_t s = 0; s < p.stages.size(); ++s)
@@ -306,6 +307,10 @@ std::vector<std::string> cudaKernelNames(const Program &p) {
 std::string printCudaKernels(const Program &p, const SourceManager &sm) {
   std::string out = std::string(kPreludeHead) + "#define RNNC_SCALAR __device__ __forceinline__\n" + kScalarText +
                     "#undef RNNC_SCALAR\n\n" + kPreludeTail;
+  if (p.hasMasks)
+    out += "\n// rnnc helper: the masks' key and mode, kept for backward (rnnc/workspace.h's mask_words).\n"
+           "RNNC_KERNEL __launch_bounds__(32) void set_rng(unsigned *rng, unsigned key_low, unsigned key_high, unsigned train) {\n"
+           "  if (threadIdx.x != 0) return;\n  rng[0] = key_low;\n  rng[1] = key_high;\n  rng[2] = train;\n}\n";
   if (CudaScanPrinter::anyRunsInParallel(p)) out += CudaScanPrinter::devicePrelude();
   out += "\n" + workspaceStruct(p, "real *ones; // [T][B][n] ones: what the bias gradients' column sums multiply") + "\n";
   CudaPrinter printer(p, sm);

@@ -33,6 +33,7 @@ protected:
   std::string elementLoop(int64_t n, const std::string &indent, const std::string &reduction = "") const override;
   std::string combine(const std::string &var, char op, const std::string &indent) const override;
   std::string math(const char *name) const override;
+  std::string elementIndex() const override { return vector_ > 1 ? "i0 + i" : "i"; }
   std::string operand(const Operand &o, const std::string &index) const override;
   std::string storeTarget(int buffer) const override;
 

@@ -61,11 +61,17 @@ std::string HostPrinter::print() {
 void HostPrinter::forward() {
   w_.line("int forward(void *mem, int64_t T, int64_t B, const void *params, const void *const *inputs,");
   w_.line("            const void *const *states, void *const *outputs, void *const *final_states, void *loss,");
-  w_.open("            void *stream) {{");
+  w_.open("            const rnnc_run_options *options, void *stream) {{");
   t_.enter(w_);
   w_.line("Workspace ws;").line("if (!layout(T, B, mem, &ws)) return fail_too_large(T, B);");
   w_.line("const real *P = static_cast<const real *>(params);").line("real *G = nullptr;");
   t_.context(w_, false);
+  if (p_.hasMasks) {
+    w_.line("// The masks' key and mode, kept in the workspace for backward to draw the same masks.");
+    t_.maskKey(w_);
+  } else {
+    w_.line("(void)options; // no dropout or zoneout");
+  }
   for (size_t k = 0; k < p_.inputs.size(); ++k)
     if (p_.inputs[k].index) w_.line("{}", t_.indexCheck(k, p_.inputs[k]));
   w_.line("// Padding: zeros, then the inputs and the initial states.");
@@ -276,6 +282,7 @@ std::string workspaceStruct(const Program &p, const std::string &extraMember) {
            : b.shares >= 0 ? ": shares " + p.buffers[b.shares].name + "'s memory"
                            : "");
   if (!extraMember.empty()) w.line("{}", extraMember);
+  if (p.hasMasks) w.line("unsigned *rng; // [4]: the masks' key (low, high), 1 in training, 0");
   w.line("real loss_seed; // dL/d(loss at each step): 1 / (T·B), the loss is a mean");
   return w.close("}};").take();
 }
@@ -293,6 +300,7 @@ std::string workspaceLayout(const Program &p, const std::string &extraTake) {
       w.line("ws->{} = ws->{}; // its life starts after {}'s ends", b.name, p.buffers[b.shares].name,
              p.buffers[b.shares].name);
   if (!extraTake.empty()) w.line("{}", extraTake);
+  if (p.hasMasks) w.line("ws->rng = c.take<unsigned>(0, 1, 4); // 4 words, once");
   w.line("ws->loss_seed = real(1) / real(T * B);").line("return c.bytes();");
   return w.close().take();
 }

@@ -39,6 +39,9 @@ public:
   /// lines after P and G (which take the caller's `stream`).
   virtual void enter(Writer &w) const { (void)w; }
   virtual void context(Writer &w, bool backward) const { (void)w, (void)backward; }
+  /// forward's lines writing the masks' key and mode (rnnc/workspace.h's
+  /// mask_words of `options`) to ws.rng, for a model with masks.
+  virtual void maskKey(Writer &w) const = 0;
   /// The statement checking index input k (returns 1 when a value is out of range).
   virtual std::string indexCheck(size_t k, const PortIR &input) const = 0;
   /// backward's zeroing of the param gradients (and what the GEMMs need).

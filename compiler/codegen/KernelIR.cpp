@@ -131,6 +131,11 @@ Instr ProgramBuilder::instr(NodeId id, int sweep, Sweep::Kind kind, const std::m
     if (n.op == Op::Concat) in.pieces.push_back(g_.node(e.src).width);
   }
   if (n.op == Op::Embed) in.paramOffset = paramOffset_.at(n.params[0]);
+  if (n.op == Op::Keep) {
+    in.value = n.value;
+    in.inverted = n.inverted;
+    in.perSequence = n.perSequence;
+  }
   return in;
 }
 
@@ -200,6 +205,7 @@ bool ProgramBuilder::emitLibraryCall(KernelIR &k, NodeId id, std::string &error)
   case Op::Input:
   case Op::Param:
   case Op::Const:
+  case Op::Keep:
   case Op::Add:
   case Op::Sub:
   case Op::Mul:
@@ -445,6 +451,7 @@ bool ProgramBuilder::build(std::string &error) {
     p_.states.push_back(s);
   }
   p_.hasBackward = !g_.grads.seeds.empty();
+  for (const Node &n : g_.nodes) p_.hasMasks |= !n.dead && n.op == Op::Keep;
   for (const GraphPort &seed : g_.grads.seeds) {
     if (seed.name == "loss") {
       p_.lossSeeded = true;

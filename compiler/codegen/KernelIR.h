@@ -47,6 +47,8 @@ struct Instr {
   int64_t width = 1;      // the node's width
   int64_t inWidth = 1;    // Reduce, Embed, Softmax: the width of the first operand's value
   int64_t paramOffset = 0; // Embed: the table in the flat param array
+  double value = 0;        // Keep: the probability it keeps (offset: its site)
+  bool inverted = false, perSequence = false; // Keep: as the node's
   int store = -1;
 };
 
@@ -157,6 +159,7 @@ struct Program {
   int lossBuffer = -1; // the per-step loss values
   bool hasLoss = false;
   bool lossSeeded = false; // backward differentiates the loss
+  bool hasMasks = false;   // dropout or zoneout: the workspace keeps the masks' key (Workspace::rng)
 };
 
 /// Builds the kernel IR of a scheduled compilation whose memory is planned

@@ -53,6 +53,7 @@ std::string tangentExpr(Op op, const std::vector<std::string> &x, const std::vec
   case Op::Input:
   case Op::Param:
   case Op::Const:
+  case Op::Keep:
   case Op::Sum:
   case Op::Mean:
   case Op::CrossEntropy:

@@ -93,7 +93,9 @@ std::optional<Timing> timeModel(const rnnc_model &m, const Elaboration &e, int64
   auto ms = [](clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); };
   for (int i = 0; i < warmup + runs; ++i) {
     auto t0 = clock::now();
-    if (m.forward(ws, T, B, dParams, inputs.data(), nullptr, nullptr, nullptr, nullptr, nullptr) != 0 ||
+    // Training mode: a step of training draws its masks (a model without any ignores it).
+    const rnnc_run_options options{1, 0, static_cast<uint64_t>(i)};
+    if (m.forward(ws, T, B, dParams, inputs.data(), nullptr, nullptr, nullptr, nullptr, &options, nullptr) != 0 ||
         m.synchronize(nullptr) != 0) {
       fmt::print(stderr, "rnnc: error: {}\n", m.last_error());
       return std::nullopt;

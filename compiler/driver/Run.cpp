@@ -134,6 +134,8 @@ int runGraph(Graph g, const RunOptions &o) {
 
     InterpInputs in;
     in.f32 = !o.f64;
+    in.train = o.train;
+    in.seed = o.seed;
     // Params: every one, no other, each of its shape.
     std::string error;
     auto tensors = io::readSafetensors(o.params, error);

@@ -34,6 +34,8 @@ struct RunOptions {
   codegen::CudaOptions cuda;          // --tf32, --cuda-graphs
   CompileOptions compile;             // -O0, --time-parallel, --newton-iterations
   int64_t maxMemory = 0;              // --max-memory in bytes; 0: the machine's physical memory
+  bool train = false;                 // --mode train: dropout and zoneout draw masks
+  uint64_t seed = 0;                  // --seed: the masks' key
   const SourceManager *sm = nullptr;  // for the equations comments of generated code
 };
 

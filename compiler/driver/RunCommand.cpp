@@ -40,12 +40,17 @@ public:
     c.add_option("--dtype", dtype_, "f32 or f64")->check(CLI::IsMember({"f32", "f64"}));
     c.add_option("--device", device_, "auto, cpu or cuda")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
     addMaxMemory(c, ro_.maxMemory);
+    c.add_option("--mode", mode_, "eval (default: dropout and zoneout are their expectations) or train (random masks)")
+        ->check(CLI::IsMember({"eval", "train"}));
+    c.add_option("--seed", ro_.seed, "train: the masks' seed (default 0); the same seed draws the same masks on every engine")
+        ->type_name("S");
     c.add_option("--engine", engine_, "compiled (default: the generated code) or interp (the reference interpreter)")
         ->check(CLI::IsMember({"compiled", "interp"}));
   }
 
   int run() override {
     ro_.f64 = dtype_ == "f64";
+    ro_.train = mode_ == "train";
     ro_.grad = grad_->count() > 0;
     if (ro_.paramGradsOnly && !ro_.grad) {
       fmt::print(stderr, "rnnc: error: --param-grads-only goes with --grad\n");
@@ -87,7 +92,7 @@ private:
   RunOptions ro_;
   std::vector<std::string> inputs_, states_, grads_, finalGrads_;
   CLI::Option *grad_ = nullptr;
-  std::string dtype_ = "f32", device_ = "auto", engine_ = "compiled";
+  std::string dtype_ = "f32", device_ = "auto", engine_ = "compiled", mode_ = "eval";
 };
 
 } // namespace

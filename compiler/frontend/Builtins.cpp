@@ -28,6 +28,8 @@ std::vector<Builtin> makeBuiltins() {
       {"embed", BuiltinKind::Embed, 2, 2, Op::Embed},
       {"cross_entropy", BuiltinKind::CrossEntropy, 2, 2, Op::CrossEntropy},
       {"mse", BuiltinKind::Mse, 2, 2, Op::Mse},
+      {"dropout", BuiltinKind::Dropout, 2, 2, Op::Keep},
+      {"zoneout", BuiltinKind::Zoneout, 3, 3, Op::Keep},
   };
   all.insert(all.end(), std::begin(others), std::end(others));
   return all;

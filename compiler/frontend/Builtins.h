@@ -20,6 +20,8 @@ enum class BuiltinKind {
   Embed,         // embed(table, idx): a row of a matrix param
   CrossEntropy,  // cross_entropy(logits, idx): a scalar loss
   Mse,           // mse(pred, target): a scalar loss
+  Dropout,       // dropout(x, p[, per = step | sequence]): x through a random mask (keep ops)
+  Zoneout,       // zoneout(new, old, p): each unit keeps old with probability p
 };
 
 struct Builtin {

@@ -26,6 +26,10 @@ std::vector<const NameExpr *> dimUses(const CellDecl &cell) {
   std::vector<const NameExpr *> uses;
   auto sizesIn = [&](const CallExpr &c) {
     if (c.callee.name == "split" && c.args.size() == 2) collectSizeNames(*c.args[1], uses);
+    // dropout's and zoneout's p may name dims; dropout's keyword is not a size.
+    if (c.callee.name == "dropout" && c.args.size() == 2) collectSizeNames(*c.args[1], uses);
+    if (c.callee.name == "zoneout" && c.args.size() == 3) collectSizeNames(*c.args[2], uses);
+    if (c.callee.name == "dropout") return;
     for (const auto &kw : c.keywordArgs) collectSizeNames(*kw.value, uses);
   };
   for (const auto &p : cell.ports) collectSizeNames(*p.size, uses);

@@ -111,6 +111,8 @@ private:
   Val elementwise(const Val &l, const Val &r, SourceRange where, const char *what);
   const Symbol *matrixParam(const Expr &e, const char *context);
   std::vector<Val> split(const CallExpr &c, size_t targets);
+  /// dropout()'s keyword argument, per = step | sequence; false after an error.
+  bool dropoutKeywords(const CallExpr &c);
   InstanceResult instantiate(const CallExpr &c, const AssignStmt &s);
   /// A "did you mean" suffix; `readableOnly` limits it to names that may be
   /// read at the current step of the statement being evaluated.

@@ -169,7 +169,8 @@ Val CellWalk::call(const CallExpr &c) {
     for (const auto &a : c.args) value(*a);
     return Val::error();
   }
-  if (!c.keywordArgs.empty()) {
+  if (builtin->kind == BuiltinKind::Dropout && !dropoutKeywords(c)) return Val::error();
+  if (!c.keywordArgs.empty() && builtin->kind != BuiltinKind::Dropout) {
     error(c.keywordArgs.front().name.range,
           fmt::format("{}() takes no keyword arguments; they bind the dims of a cell", builtin->name));
     return Val::error();
@@ -242,6 +243,18 @@ Val CellWalk::call(const CallExpr &c) {
     }
     return Val::dense(1);
   }
+  case BuiltinKind::Dropout: {
+    Val x = dense(*c.args[0]);
+    ProbabilityValue p = evalProbability(*c.args[1], scope_, ctx_.diags, "the p of dropout()");
+    return p.error ? Val::error() : x;
+  }
+  case BuiltinKind::Zoneout: {
+    Val fresh = dense(*c.args[0]);
+    Val old = dense(*c.args[1]);
+    ProbabilityValue p = evalProbability(*c.args[2], scope_, ctx_.diags, "the p of zoneout()");
+    Val v = elementwise(fresh, old, c.callee.range, "zoneout()");
+    return p.error ? Val::error() : v;
+  }
   case BuiltinKind::Mse: {
     Val pred = dense(*c.args[0]);
     Val target = dense(*c.args[1]);
@@ -255,6 +268,23 @@ Val CellWalk::call(const CallExpr &c) {
   }
   }
   return Val::error();
+}
+
+bool CellWalk::dropoutKeywords(const CallExpr &c) {
+  for (const KeywordArg &kw : c.keywordArgs) {
+    const bool isName = kw.value->kind == ExprKind::Name && !as<NameExpr>(*kw.value).hasOffset();
+    const std::string value = isName ? as<NameExpr>(*kw.value).name : "";
+    if (kw.name.name != "per" || c.keywordArgs.size() > 1) {
+      error(kw.name.range, "dropout() takes one keyword argument: per = step (a mask per step, the default) or per = "
+                           "sequence (one mask per sequence for all steps)");
+      return false;
+    }
+    if (value != "step" && value != "sequence") {
+      error(kw.value->range, "per = step or per = sequence: a mask per step, or one per sequence for all steps");
+      return false;
+    }
+  }
+  return true;
 }
 
 std::vector<Val> CellWalk::split(const CallExpr &c, size_t targets) {

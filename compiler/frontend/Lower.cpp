@@ -49,6 +49,9 @@ private:
   Edge expr(Scope &s, const Expr &e);
   Edge name(Scope &s, const NameExpr &n);
   Edge call(Scope &s, const CallExpr &c);
+  /// dropout(x, p) as x * keep (kept with 1 - p, inverted); zoneout(new, old, p)
+  /// as keep * new + (1 - keep) * old (kept with 1 - p). p = 0 is the identity.
+  Edge mask(Scope &s, const CallExpr &c, BuiltinKind kind);
   void define(Scope &s, const Ident &target, Edge value);
   std::vector<int64_t> shape(const Scope &s, const ParamDecl &p);
 
@@ -59,6 +62,7 @@ private:
   std::map<NodeId, SourceRange> placeholderDecl_;
   std::map<NodeId, std::string> placeholderName_; // the name it stands for, full
   std::optional<Edge> loss_;
+  int64_t masks_ = 0; // keep ops made: the next one's site is masks_ + 1
 };
 
 std::vector<int64_t> Lowering::shape(const Scope &s, const ParamDecl &p) {
@@ -159,9 +163,35 @@ Edge Lowering::call(Scope &s, const CallExpr &c) {
     const std::string &table = as<NameExpr>(*c.args[0]).name;
     return {b_.embed(s.inst.prefix + table, expr(s, *c.args[1]), c.range), 0};
   }
+  if (b->kind == BuiltinKind::Dropout || b->kind == BuiltinKind::Zoneout) return mask(s, c, b->kind);
   std::vector<Edge> args;
   for (const auto &a : c.args) args.push_back(expr(s, *a));
   return {b_.op(b->op, std::move(args), c.range), 0};
+}
+
+Edge Lowering::mask(Scope &s, const CallExpr &c, BuiltinKind kind) {
+  DimScope scope;
+  scope.dims = s.inst.dims;
+  const bool dropout = kind == BuiltinKind::Dropout;
+  ProbabilityValue p = evalProbability(*c.args[dropout ? 1 : 2], scope, diags_, "the probability");
+  RNNC_ASSERT(p.value.has_value(), "a mask's probability is unknown after Sema");
+  Edge fresh = expr(s, *c.args[0]);
+  if (dropout) {
+    if (*p.value == 0) return fresh;
+    bool perSequence = false;
+    for (const KeywordArg &kw : c.keywordArgs) perSequence = as<NameExpr>(*kw.value).name == "sequence";
+    NodeId keep = b_.keep(g_.node(fresh.src).width, 1 - *p.value, ++masks_, true, perSequence, c.range);
+    return {b_.op(Op::Mul, {fresh, {keep, 0}}, c.range), 0};
+  }
+  Edge old = expr(s, *c.args[1]);
+  if (*p.value == 0) return fresh;
+  int64_t width = std::max(g_.node(fresh.src).width, g_.node(old.src).width);
+  NodeId keep = b_.keep(width, 1 - *p.value, ++masks_, false, false, c.range);
+  // keep * new + (1 - keep) * old: in training exactly new or old.
+  NodeId takeNew = b_.op(Op::Mul, {{keep, 0}, fresh}, c.range);
+  NodeId notKept = b_.op(Op::Sub, {{b_.constant(1, c.range), 0}, {keep, 0}}, c.range);
+  NodeId takeOld = b_.op(Op::Mul, {{notKept, 0}, old}, c.range);
+  return {b_.op(Op::Add, {{takeNew, 0}, {takeOld, 0}}, c.range), 0};
 }
 
 Edge Lowering::expr(Scope &s, const Expr &e) {

@@ -104,6 +104,60 @@ SizeValue evalSize(const Expr &e, const DimScope &scope, DiagnosticEngine &diags
   return v;
 }
 
+namespace {
+
+ProbabilityValue badProbability() { return {std::nullopt, true}; }
+
+ProbabilityValue evalReal(const Expr &e, const DimScope &scope, DiagnosticEngine &diags) {
+  switch (e.kind) {
+  case ExprKind::Number: return {as<NumberExpr>(e).value, false};
+  case ExprKind::Name: {
+    SizeValue v = eval(e, scope, diags); // a dim, or the error a size gives
+    if (v.error) return badProbability();
+    return {v.value ? std::optional<double>(static_cast<double>(*v.value)) : std::nullopt, false};
+  }
+  case ExprKind::Unary: {
+    ProbabilityValue v = evalReal(*as<UnaryExpr>(e).operand, scope, diags);
+    if (v.value) v.value = -*v.value;
+    return v;
+  }
+  case ExprKind::Binary: {
+    const auto &b = as<BinaryExpr>(e);
+    if (b.op == '@') {
+      diags.error(b.opRange, "'@' is not allowed in a probability: it is built from numbers and dims");
+      return badProbability();
+    }
+    ProbabilityValue l = evalReal(*b.lhs, scope, diags);
+    ProbabilityValue r = evalReal(*b.rhs, scope, diags);
+    if (l.error || r.error) return badProbability();
+    if (!l.value || !r.value) return {};
+    double x = *l.value, y = *r.value;
+    if (b.op == '/' && y == 0) {
+      diags.error(b.opRange, "division by zero in a probability");
+      return badProbability();
+    }
+    return {b.op == '+' ? x + y : b.op == '-' ? x - y : b.op == '*' ? x * y : x / y, false};
+  }
+  case ExprKind::Call:
+    diags.error(e.range, fmt::format("a probability cannot call {}: it is built from numbers and dims",
+                                     quoted(as<CallExpr>(e).callee.name)));
+    return badProbability();
+  case ExprKind::Error: return badProbability();
+  }
+  return badProbability();
+}
+
+} // namespace
+
+ProbabilityValue evalProbability(const Expr &e, const DimScope &scope, DiagnosticEngine &diags, const char *what) {
+  ProbabilityValue v = evalReal(e, scope, diags);
+  if (v.value && !(*v.value >= 0 && *v.value < 1)) {
+    diags.error(e.range, fmt::format("{} must be in [0, 1), but it is {}", what, *v.value));
+    return badProbability();
+  }
+  return v;
+}
+
 void collectSizeNames(const Expr &e, std::vector<const NameExpr *> &out) {
   switch (e.kind) {
   case ExprKind::Name: out.push_back(&as<NameExpr>(e)); break;

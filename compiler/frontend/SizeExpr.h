@@ -32,6 +32,17 @@ struct SizeValue {
 /// names it in messages ("a param's size").
 SizeValue evalSize(const Expr &e, const DimScope &scope, DiagnosticEngine &diags, const char *what);
 
+/// A probability's value (dropout's and zoneout's p), or nullopt where a dim
+/// is unbound; `error`: already reported.
+struct ProbabilityValue {
+  std::optional<double> value;
+  bool error = false;
+};
+
+/// Evaluates a probability: numbers, dims, + - * / and parentheses, in
+/// double; it must lie in [0, 1). `what` names it ("the p of dropout()").
+ProbabilityValue evalProbability(const Expr &e, const DimScope &scope, DiagnosticEngine &diags, const char *what);
+
 /// Adds to `out` every name a size expression mentions.
 void collectSizeNames(const Expr &e, std::vector<const NameExpr *> &out);
 

@@ -10,6 +10,7 @@
 #include "analysis/TimeClasses.h"
 #include "ir/Order.h"
 #include "ir/Pointwise.h"
+#include "ir/Scalar.h"
 #include "support/Crash.h"
 
 #include <algorithm>
@@ -24,7 +25,12 @@ int64_t stored(const Node &n) { return n.isIndex ? 1 : n.width; }
 
 class Interpreter {
 public:
-  Interpreter(const Graph &g, const InterpInputs &in) : g_(g), in_(in), T_(in.T), B_(in.B) {}
+  Interpreter(const Graph &g, const InterpInputs &in) : g_(g), in_(in), T_(in.T), B_(in.B) {
+    const unsigned long long key = scalar::mask_key(in.seed, in.call);
+    rng_[0] = static_cast<unsigned>(key);
+    rng_[1] = static_cast<unsigned>(key >> 32);
+    rng_[2] = in.train ? 1 : 0;
+  }
 
   InterpResult run();
 
@@ -41,6 +47,7 @@ private:
   const Graph &g_;
   const InterpInputs &in_;
   int64_t T_, B_;
+  unsigned rng_[3]; // the masks' key and mode, as the generated code keeps them
   std::vector<std::vector<double>> values_;     // per node: [T][B][w], or [w] for accumulations
   std::map<NodeId, std::pair<int64_t, const std::vector<double> *>> states_; // node -> (k, [k][B][w])
 };
@@ -90,6 +97,16 @@ void Interpreter::evalStep(NodeId id, int64_t t, int64_t b, double *out) const {
     return;
   }
   case Op::Const: out[0] = n.value; return;
+  case Op::Keep: {
+    const unsigned threshold = scalar::keep_threshold(n.value);
+    const double kept = n.inverted ? 1 / n.value : 1, expected = n.inverted ? 1 : n.value;
+    const unsigned step = n.perSequence ? ~0u : static_cast<unsigned>(t);
+    each([&](int64_t i) {
+      return scalar::keep_mask(rng_, static_cast<unsigned>(n.offset), step, static_cast<unsigned>(b),
+                               static_cast<unsigned>(i), threshold, kept, expected);
+    });
+    return;
+  }
   case Op::Add:
     each([&](int64_t i) {
       double s = 0;

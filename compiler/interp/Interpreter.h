@@ -27,6 +27,10 @@ struct InterpInputs {
   std::map<std::string, std::vector<double>> seeds;  // dL/dy for each seeded output (not "loss")
   /// dL/d(final state) [k][B][w] by state (seeds "final.<state>"); missing: zero
   std::map<std::string, std::vector<double>> finalSeeds;
+  /// How the masks of dropout and zoneout draw (rnnc_run_options): training
+  /// or evaluation, and their key.
+  bool train = false;
+  uint64_t seed = 0, call = 0;
 };
 
 struct InterpResult {

@@ -50,6 +50,12 @@ std::string checkNode(const Graph &g, const Node &n) {
     if (n.op == Op::Const && n.width != 1) return "a constant is a scalar";
     return "";
   case OpKind::Pointwise: {
+    if (n.op == Op::Keep) {
+      if (!n.inputs.empty()) return "keep has no inputs";
+      if (!(n.value > 0 && n.value <= 1)) return "keep's probability is not in (0, 1]";
+      if (n.offset < 0 || n.offset > 0xffffffffll) return "keep's site is not a 32-bit word";
+      return "";
+    }
     bool nary = n.op == Op::Add || n.op == Op::Mul;
     const PointwiseRule *rule = pointwiseRule(n.op); // the table's functions: their arity
     bool binary = rule ? rule->arity == 2 : n.op == Op::Sub || n.op == Op::Div;
@@ -167,6 +173,14 @@ NodeId GraphBuilder::param(const std::string &name, SourceRange loc) {
   const GraphParam *p = g_.param(name);
   RNNC_ASSERT(p && p->shape.size() == 1, "no vector param '" + name + "'");
   return add({Op::Param, p->shape[0], false, {}, {name}, 0, 0, name, {loc}, false});
+}
+
+NodeId GraphBuilder::keep(int64_t width, double probability, int64_t site, bool inverted, bool perSequence,
+                          SourceRange loc) {
+  Node n{Op::Keep, width, false, {}, {}, probability, site, "", {loc}, false};
+  n.inverted = inverted;
+  n.perSequence = perSequence;
+  return add(std::move(n));
 }
 
 NodeId GraphBuilder::constant(double value, SourceRange loc) {

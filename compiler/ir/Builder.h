@@ -23,6 +23,9 @@ public:
   /// A vector param read as a value.
   NodeId param(const std::string &name, SourceRange loc);
   NodeId constant(double value, SourceRange loc);
+  /// A random mask of `width` elements kept with `probability` (dropout:
+  /// `inverted`, zoneout); `site` tells it from the model's other masks.
+  NodeId keep(int64_t width, double probability, int64_t site, bool inverted, bool perSequence, SourceRange loc);
   /// Pointwise and reduction ops: the width follows from the inputs.
   NodeId op(Op op, std::vector<Edge> inputs, SourceRange loc);
   NodeId matmul(std::vector<std::string> params, Edge x, SourceRange loc);

@@ -51,12 +51,14 @@ struct Node {
   /// Param: the vector param read. MatMul: the matrix params, stacked by rows
   /// (one unless stack-gemms joined several). Embed: the table.
   std::vector<std::string> params;
-  double value = 0;    // Const
-  int64_t offset = 0;  // Slice: first element taken
+  double value = 0;    // Const; Keep: the probability of 1 (in evaluation its value)
+  int64_t offset = 0;  // Slice: first element taken; Keep: the mask's site (its key's last word)
   std::string name;    // the user's name for this value, if it has one
   std::vector<SourceRange> locs; // where it came from (several once rewritten or fused)
   bool dead = false;   // removed by a pass; ids stay stable
   bool backward = false; // made by autodiff
+  bool perSequence = false; // Keep: one mask per sequence for all steps (else one per step)
+  bool inverted = false;    // Keep: 1/p or 0 in training, 1 in evaluation (dropout); else 1 or 0, and p
 };
 
 /// A learnable tensor: full name (`h1.W_ih`), shape, where it was declared.

@@ -79,7 +79,10 @@ std::string printGraph(const Graph &g, const SourceManager &sm) {
     if (n.op == Op::Input) arg(n.name);
     for (const Edge &e : n.inputs) arg(edgeText(e));
     std::string range = n.op == Op::Slice ? fmt::format("[{}:{}]", n.offset, n.offset + n.width)
-                        : n.op == Op::Pad ? fmt::format(" at {}", n.offset) : "";
+                        : n.op == Op::Pad ? fmt::format(" at {}", n.offset)
+                        : n.op == Op::Keep ? fmt::format(" {} at {}{}{}", n.value, n.offset, n.inverted ? " inverted" : "",
+                                                       n.perSequence ? " per sequence" : "")
+                                          : "";
     std::string type = n.isIndex ? fmt::format("index[{}]", n.width) : fmt::format("[{}]", n.width);
     out += fmt::format("  %{} = {}{}{} : {}{}", id, opMnemonic(n.op), args, range, type, n.backward ? " bwd" : "");
     std::string note;

@@ -144,6 +144,7 @@ private:
     case Op::GradEmbed: lo = hi = 1; return "one param";
     case Op::MatMul: lo = 1, hi = SIZE_MAX; return "its params";
     case Op::Const: return "a number";
+    case Op::Keep: return "a probability and a site";
 #include "ir/TableOpCases.def"
     case Op::Add:
     case Op::Sub:
@@ -192,6 +193,8 @@ private:
       diags_.error(w.rangeWhere, fmt::format("the slice [{}:{}] takes {} elements, its type says {}", w.first, w.end,
                                              w.end - w.first, w.width));
     n.offset = w.first;
+    n.perSequence = w.perSequence;
+    n.inverted = w.inverted;
     if (w.isIndex && w.op != Op::Input) diags_.error(w.typeWhere, "only an input is an index");
     for (const WrittenEdge &e : w.inputs)
       if (std::optional<Edge> edge = edgeTo(e)) n.inputs.push_back(*edge);

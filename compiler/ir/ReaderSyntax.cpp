@@ -258,6 +258,21 @@ WrittenParam parseParam(LineParser &p) {
 /// operands ::= operand (',' operand)*      operand ::= name | number | edge
 /// range ::= '[' first ':' end ']' (slice, right after its operand) | 'at' offset (pad)
 void parseOperands(LineParser &p, WrittenNode &n) {
+  if (n.op == Op::Keep) { // keep probability 'at' site ['inverted'] ['per' 'sequence']
+    n.value = p.number();
+    n.hasValue = true;
+    SourceLoc begin = p.mark();
+    p.expectWord("at", "after a mask's probability (keep 0.9 at 1)");
+    n.first = p.integer(0, 0xffffffffll, "a mask's site");
+    n.rangeWhere = p.from(begin);
+    n.hasRange = true;
+    n.inverted = p.acceptWord("inverted");
+    if (p.acceptWord("per")) {
+      p.expectWord("sequence", "after 'per' (keep 0.9 at 1 per sequence)");
+      n.perSequence = true;
+    }
+    return;
+  }
   if (p.peek() == ':' || (n.op == Op::Pad && p.atWord("at"))) return;
   do {
     if (p.peek() == '%') {

@@ -63,6 +63,8 @@ struct WrittenNode {
   bool isIndex = false;
   SourceRange typeWhere;
   bool backward = false;
+  bool perSequence = false; // keep `per sequence`
+  bool inverted = false;    // keep `inverted`
   std::string name; // the user's name, from the note
   std::vector<WrittenLoc> locs;
 };

@@ -49,6 +49,17 @@ private:
   }
   NodeId oneMinus(Edge x) { return make(Op::Add, {constant(1), make(Op::Neg, {x})}); }
   void contribute(NodeId m, int32_t delay, NodeId c, int64_t forwardWidth);
+  /// Backward's copy of forward mask m (made once).
+  NodeId redrawn(NodeId m) {
+    auto [it, fresh] = redrawn_.emplace(m, kNoNode);
+    if (fresh) {
+      Node copy = g_.node(m);
+      copy.backward = true;
+      copy.name.clear();
+      it->second = b_.add(std::move(copy));
+    }
+    return it->second;
+  }
   void localDerivatives(NodeId n);
 
   Graph &g_;
@@ -56,6 +67,7 @@ private:
   SourceRange loc_;                               // of the node being differentiated
   std::vector<NodeId> adjoint_;                   // per forward node, or kNoNode
   std::vector<std::vector<Edge>> contributions_;  // per forward node
+  std::map<NodeId, NodeId> redrawn_;              // forward mask -> backward's copy
 };
 
 // Adds c (computed at the reader's step) to m's adjoint, read `delay` steps
@@ -72,8 +84,12 @@ void Differentiator::localDerivatives(NodeId n) {
   loc_ = node.locs.empty() ? SourceRange() : node.locs.front();
   Edge d(adjoint_[n]);
   Edge y(n);
-  const auto &in = node.inputs;
-  auto to = [&](size_t i, NodeId c) { contribute(in[i].src, in[i].delay, c, node.width); };
+  // A mask the derivative reads is drawn again in backward (the same key, so
+  // the same mask) instead of being kept from forward.
+  std::vector<Edge> in = node.inputs;
+  for (Edge &e : in)
+    if (g_.node(e.src).op == Op::Keep && !g_.node(e.src).backward) e.src = redrawn(e.src);
+  auto to = [&](size_t i, NodeId c) { contribute(node.inputs[i].src, node.inputs[i].delay, c, node.width); };
   switch (node.op) {
   case Op::Add:
     for (size_t i = 0; i < in.size(); ++i) to(i, d.src);
@@ -110,7 +126,7 @@ void Differentiator::localDerivatives(NodeId n) {
     Edge scaled = node.op == Op::Sum ? d : Edge(make(Op::Mul, {d, constant(1.0 / static_cast<double>(w))}));
     NodeId c = w == 1 ? scaled.src
                       : add({Op::Broadcast, w, false, {scaled}, {}, 0, 0, "", {loc_}, false, true});
-    contribute(in[0].src, in[0].delay, c, w);
+    contribute(node.inputs[0].src, node.inputs[0].delay, c, w);
     break;
   }
   case Op::CrossEntropy:
@@ -141,7 +157,7 @@ void Differentiator::localDerivatives(NodeId n) {
       int64_t w = g_.node(in[i].src).width;
       NodeId piece = b_.slice(d, offset, w, loc_);
       g_.node(piece).backward = true;
-      contribute(in[i].src, in[i].delay, piece, w); // a piece, not a broadcast: no sum back
+      contribute(node.inputs[i].src, node.inputs[i].delay, piece, w); // a piece, not a broadcast: no sum back
       offset += w;
     }
     break;
@@ -153,9 +169,10 @@ void Differentiator::localDerivatives(NodeId n) {
     g_.grads.params.push_back({table.name, grad});
     break;
   }
-  case Op::Input: // leaves have no inputs: run() does not ask
+  case Op::Input: // leaves and masks have no inputs: run() does not ask
   case Op::Param:
-  case Op::Const: RNNC_UNREACHABLE("a leaf has no local derivatives");
+  case Op::Const:
+  case Op::Keep: RNNC_UNREACHABLE("a leaf has no local derivatives");
   case Op::SoftmaxMinusOneHot:
   case Op::Pad:
   case Op::Broadcast:
@@ -222,7 +239,7 @@ bool Differentiator::run(const Objective &objective, DiagnosticEngine &diags) {
   }
   for (NodeId id = 0; id < forwardNodes; ++id) {
     const Node &n = g_.node(id);
-    if (!needed[id] || n.dead || n.op == Op::Const || n.isIndex) continue;
+    if (!needed[id] || n.dead || n.op == Op::Const || n.op == Op::Keep || n.isIndex) continue;
     if (n.op == Op::Input && !objective.inputGrads) continue;
     Node sum{Op::Add, n.width, false, {}, {}, 0, 0, n.name.empty() ? "" : "d" + n.name, n.locs, false, true};
     g_.nodes.push_back(std::move(sum)); // inputs come in step 4

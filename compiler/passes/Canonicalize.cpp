@@ -59,7 +59,7 @@ double fold(Op op, const std::vector<double> &x) {
   case Op::Neg: return -x[0];
 #include "ir/TableOpCases.def"
     return pointwiseRule(op)->value(x.data());
-  case Op::Input: case Op::Param: case Op::Const: case Op::Sub: // Sub is rewritten first
+  case Op::Input: case Op::Param: case Op::Const: case Op::Keep: case Op::Sub: // Sub is rewritten first
   case Op::Sum: case Op::Mean: case Op::CrossEntropy: case Op::Mse: case Op::MatMul: case Op::Slice:
   case Op::Concat: case Op::Embed: case Op::SoftmaxMinusOneHot: case Op::Pad: case Op::Broadcast:
   case Op::MatMulT: case Op::GradMatrix: case Op::GradVector: case Op::GradEmbed: return NAN;
@@ -184,7 +184,7 @@ bool foldConstants(Graph &g) {
 }
 
 bool mergeDuplicates(Graph &g) {
-  using Key = std::tuple<Op, std::vector<std::pair<NodeId, int32_t>>, std::vector<std::string>, double, int64_t, int64_t>;
+  using Key = std::tuple<Op, std::vector<std::pair<NodeId, int32_t>>, std::vector<std::string>, double, int64_t, int64_t, int>;
   std::map<Key, NodeId> seen;
   bool changed = false;
   UseRewriter uses; // merged nodes, redirected at the end; keys read through it
@@ -197,7 +197,10 @@ bool mergeDuplicates(Graph &g) {
       ins.push_back({e.src, e.delay});
     }
     if (n.op == Op::Add || n.op == Op::Mul) std::sort(ins.begin(), ins.end());
-    Key key{n.op, ins, n.params, n.value, n.offset, n.width};
+    // A mask drawn again in backward stays backward's own: merged into the
+    // forward mask, backward would read it from memory instead of drawing it.
+    int mask = n.op == Op::Keep ? 1 + n.perSequence + 2 * n.inverted + 4 * n.backward : 0;
+    Key key{n.op, ins, n.params, n.value, n.offset, n.width, mask};
     auto [it, fresh] = seen.emplace(key, id);
     if (fresh) continue;
     if (g.loss == id) { // keep the loss's own node; merge the other into it

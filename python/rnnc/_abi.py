@@ -3,7 +3,7 @@ ctypes: a loaded shared library, its `rnnc_model` table and calls on it.
 Nothing here knows about torch: pointers in, status codes out."""
 import ctypes as C
 
-ABI_VERSION = 3
+ABI_VERSION = 4
 DEVICE_CPU, DEVICE_CUDA = 0, 1
 
 
@@ -17,6 +17,11 @@ _P = C.c_void_p
 _PP = C.POINTER(C.c_void_p)
 
 
+class RunOptions(C.Structure):
+    """rnnc_run_options: training or evaluation, and the masks' seed."""
+    _fields_ = [("train", C.c_int32), ("seed", C.c_uint64), ("call", C.c_uint64)]
+
+
 class Model(C.Structure):
     _fields_ = [("abi_version", C.c_int32), ("name", C.c_char_p), ("source_hash", C.c_char_p),
                 ("real_bytes", C.c_int32), ("param_elements", C.c_int64),
@@ -27,9 +32,9 @@ class Model(C.Structure):
                 ("has_loss", C.c_int32),
                 ("n_seeds", C.c_int32), ("seeds", C.POINTER(Tensor)),
                 ("n_input_grads", C.c_int32), ("input_grads", C.POINTER(Tensor)),
-                ("has_state_seeds", C.c_int32), ("has_backward", C.c_int32),
+                ("has_state_seeds", C.c_int32), ("has_backward", C.c_int32), ("has_masks", C.c_int32),
                 ("workspace_bytes", C.CFUNCTYPE(C.c_int64, C.c_int64, C.c_int64)),
-                ("forward", C.CFUNCTYPE(C.c_int, _P, C.c_int64, C.c_int64, _P, _P, _P, _P, _P, _P, _P)),
+                ("forward", C.CFUNCTYPE(C.c_int, _P, C.c_int64, C.c_int64, _P, _P, _P, _P, _P, _P, _P, _P)),
                 ("backward", C.CFUNCTYPE(C.c_int, _P, C.c_int64, C.c_int64, _P, _P, _P, _P, _P, _P, _P)),
                 ("read_output", C.CFUNCTYPE(None, _P, C.c_int64, C.c_int64, C.c_int32, _P, _P)),
                 ("read_final_state", C.CFUNCTYPE(None, _P, C.c_int64, C.c_int64, C.c_int32, _P, _P)),
@@ -95,6 +100,7 @@ class Library:
         self.has_loss = bool(m.has_loss)
         self.has_state_seeds = bool(m.has_state_seeds)
         self.has_backward = bool(m.has_backward)
+        self.has_masks = bool(m.has_masks)
         self.device = m.device
         self._fwd, self._bwd = m.forward, m.backward
 
@@ -105,10 +111,12 @@ class Library:
     def workspace_bytes(self, T, B):
         return self.model.workspace_bytes(T, B)
 
-    def forward(self, ws, T, B, params, inputs, states, outputs, final_states, loss, stream=None):
-        """Pointers (ints or None) in; raises RuntimeError with the bundle's reason."""
+    def forward(self, ws, T, B, params, inputs, states, outputs, final_states, loss, stream=None, options=None):
+        """Pointers (ints or None) in, options a RunOptions or None (evaluation);
+        raises RuntimeError with the bundle's reason."""
+        opts = C.cast(C.pointer(options), _P) if options is not None else None
         if self._fwd(ws, T, B, params, _array(inputs), _array(states), _array(outputs), _array(final_states),
-                     loss, stream) != 0:
+                     loss, opts, stream) != 0:
             raise RuntimeError(f"{self.name}: {self.error()}")
 
     def backward(self, ws, T, B, params, seeds, state_seeds, param_grads, input_grads, state_grads, stream=None):

@@ -443,6 +443,9 @@ class Recurrent(torch.nn.Module):
                 _check_cuda(dev, self._manifest["model"])
             pair = self._fast[(dt, dev)] = [self._library(dt, dev), None]
         lib = pair[0]
+        if lib.has_masks and self.training:
+            raise RuntimeError(f"{lib.name} has dropout or zoneout, whose training masks the Python layer does not "
+                               "draw yet: call .eval() (their expectations), or train with `rnnc train`")
         if len(inputs) != len(lib.inputs):
             raise TypeError(f"{lib.name} takes {len(lib.inputs)} inputs ({', '.join(self.inputs)}), "
                             f"not {len(inputs)}")

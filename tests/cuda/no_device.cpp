@@ -49,7 +49,7 @@ void noDevice(const rnnc_model &m, int64_t T, int64_t B) {
   void *inputGrads[1] = {nullptr};
   void *stateGrads[2] = {nullptr, nullptr};
   for (int attempt = 0; attempt < 2; ++attempt) { // the answer is kept, not lost after the first call
-    int rc = m.forward(ws, T, B, nullptr, inputs, states, nullptr, nullptr, nullptr, nullptr);
+    int rc = m.forward(ws, T, B, nullptr, inputs, states, nullptr, nullptr, nullptr, nullptr, nullptr);
     std::printf("forward: %d: %s\n", rc, m.last_error());
     expect(rc == 1, "forward returns 1 with no GPU");
     expect(says(m, "no CUDA device"), std::string("forward's last_error says \"no CUDA device\": ") + m.last_error());
@@ -136,7 +136,7 @@ int withDevice(const rnnc_model &m, int64_t T, int64_t B) {
   const void *inputs[1] = {dx};
   void *outputs[1] = {dh};
   void *finals[2] = {dc, nullptr};
-  if (m.forward(ws, T, B, dP, inputs, nullptr, outputs, finals, nullptr, stream) != 0) {
+  if (m.forward(ws, T, B, dP, inputs, nullptr, outputs, finals, nullptr, nullptr, stream) != 0) {
     std::fprintf(stderr, "FAILED: forward: %s\n", m.last_error());
     return 1;
   }
@@ -192,7 +192,7 @@ int withDevice(const rnnc_model &m, int64_t T, int64_t B) {
     void *outs[1] = {wh};
     std::vector<float> h2(h.size()), G2(G.size());
     for (int round = 0; round < 20 && !bad; ++round) {
-      if (m.forward(w, T, B, dP, inputs, nullptr, outs, nullptr, nullptr, s) != 0 ||
+      if (m.forward(w, T, B, dP, inputs, nullptr, outs, nullptr, nullptr, nullptr, s) != 0 ||
           m.backward(w, T, B, dP, seeds, nullptr, wg, nullptr, nullptr, s) != 0 || m.synchronize(s) != 0) {
         std::fprintf(stderr, "thread %d: %s\n", id, m.last_error());
         bad = 1;

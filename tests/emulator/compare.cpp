@@ -63,6 +63,10 @@ struct Data {
 
 int64_t widthOf(const rnnc_tensor &t) { return t.is_index ? 1 : t.shape[0]; }
 
+/// Both models run in training mode with one seed: a model with dropout or
+/// zoneout draws its masks, and both must draw the same ones.
+const rnnc_run_options kTraining{1, 20261202, 3};
+
 /// `v` in the model's real type, as bytes.
 std::vector<char> asReals(const std::vector<double> &v, int32_t realBytes) {
   std::vector<char> bytes(v.size() * static_cast<size_t>(realBytes));
@@ -139,7 +143,7 @@ bool runModel(const rnnc_model &m, const Data &d, int64_t T, int64_t B, Arrays &
     std::fprintf(stderr, "compare: %s\n", mem.error().c_str());
     return false;
   }
-  if (m.forward(ws, T, B, P, inputs.data(), states.data(), outputs.data(), finals.data(), loss, stream) ||
+  if (m.forward(ws, T, B, P, inputs.data(), states.data(), outputs.data(), finals.data(), loss, &kTraining, stream) ||
       m.synchronize(stream)) {
     std::fprintf(stderr, "compare: forward: %s\n", m.last_error());
     return false;

@@ -79,7 +79,7 @@ void readFinalState(const void *ws, int64_t T, int64_t B, int32_t, void *out, vo
 double readLoss(const void *ws, int64_t T, int64_t B, void *);
 
 int forward(void *ws, int64_t T, int64_t B, const void *params, const void *const *inputs, const void *const *states,
-            void *const *outputs, void *const *finals, void *loss, void *) {
+            void *const *outputs, void *const *finals, void *loss, const rnnc_run_options *, void *) {
   View v(ws, T, B);
   const auto *p = static_cast<const float *>(params);
   std::memcpy(v.x, inputs[0], T * B * 2 * 4);
@@ -160,7 +160,7 @@ void readFinalState(const void *ws, int64_t T, int64_t B, int32_t, void *out, vo
 double readLoss(const void *ws, int64_t T, int64_t B, void *);
 
 int forward(void *ws, int64_t T, int64_t B, const void *params, const void *const *inputs, const void *const *states,
-            void *const *outputs, void *const *finals, void *loss, void *) {
+            void *const *outputs, void *const *finals, void *loss, const rnnc_run_options *, void *) {
   View v(ws, T, B);
   const auto *E = static_cast<const float *>(params);
   std::memcpy(v.tok, inputs[0], T * B * 4);

@@ -127,7 +127,8 @@ std::vector<Tensor> forwardKernel(int64_t model, const Tensor &params_, at::Tens
     sts.push_back(keep.back().data_ptr());
   }
   int rc = m->forward(ws.data_ptr(), T, B, params.data_ptr(), ins.data(), sts.empty() ? nullptr : sts.data(),
-                      outs.data(), finals.data(), m->has_loss ? loss.data_ptr() : nullptr, streamOf(params.device()));
+                      outs.data(), finals.data(), m->has_loss ? loss.data_ptr() : nullptr, nullptr,
+                      streamOf(params.device())); // evaluation: the layer refuses models with masks (torch.py)
   TORCH_CHECK(rc == 0, m->name, ": ", m->last_error());
   result.push_back(loss);
   // The workspace leaves as a view of no elements on its storage: autograd keeps it alive, and

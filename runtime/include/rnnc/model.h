@@ -19,7 +19,7 @@
 extern "C" {
 #endif
 
-#define RNNC_ABI_VERSION 3
+#define RNNC_ABI_VERSION 4
 
 /* Where a model's arrays live (rnnc_model.device). */
 #define RNNC_DEVICE_CPU 0
@@ -41,6 +41,13 @@ typedef struct rnnc_tensor {
   int32_t init_normal; /* params: drawn from N(0, init_scale^2), else U(-init_scale, init_scale) */
   double init_scale;   /* params: 0 when the bundle does not say (runtime/include/rnnc/init.h) */
 } rnnc_tensor;
+
+/* How one forward call runs (NULL: evaluation, seed 0). */
+typedef struct rnnc_run_options {
+  int32_t train;  /* 1: training: dropout and zoneout draw random masks; 0: evaluation (their expectations) */
+  uint64_t seed;  /* the masks' key, with `call` (docs/language.md#dropout-and-zoneout) */
+  uint64_t call;  /* a counter the caller advances once per training call, so each call draws new masks */
+} rnnc_run_options;
 
 typedef struct rnnc_model {
   int32_t abi_version; /* RNNC_ABI_VERSION */
@@ -71,6 +78,9 @@ typedef struct rnnc_model {
   /* 0: a forward-only build (`rnnc compile --forward-only`): its workspace
    * keeps nothing for backward, and backward fails. */
   int32_t has_backward;
+  /* 1: the model draws random masks (dropout, zoneout), so forward's options
+   * (train or eval, seed) change its results. */
+  int32_t has_masks;
 
   /* Bytes of workspace for T steps of B sequences (0: too large). */
   int64_t (*workspace_bytes)(int64_t T, int64_t B);
@@ -80,11 +90,13 @@ typedef struct rnnc_model {
    * zeros (states may be NULL). Keeps in `ws` what backward reads. Where not
    * NULL, writes output k to outputs[k] ([T][B][w]), state k's last `depth`
    * steps to final_states[k] ([depth][B][w]) and the loss (one real: the mean
-   * over steps and sequences) to *loss. Returns 0, or 1 with the reason in
-   * last_error (an index out of range, a failed CUDA call). */
+   * over steps and sequences) to *loss. `options` (NULL: evaluation) says
+   * train or eval and the masks' seed; backward on the same workspace draws
+   * the same masks. Returns 0, or 1 with the reason in last_error (an index
+   * out of range, a failed CUDA call). */
   int (*forward)(void *ws, int64_t T, int64_t B, const void *params, const void *const *inputs,
                  const void *const *states, void *const *outputs, void *const *final_states, void *loss,
-                 void *stream);
+                 const rnnc_run_options *options, void *stream);
 
   /* After forward on the same workspace: the gradient of the objective
    * (the loss, a mean over steps and sequences, plus sum <y, dy> over the

@@ -49,14 +49,15 @@ public:
 
   /// inputs[k]: [T][B][width] floats, or [T][B] int32 for an index input;
   /// states[k]: [depth][B][width] or null (zeros). Device pointers for a
-  /// CUDA model. Throws on a bad index or a failed CUDA call.
-  void forward(const void *const *inputs, const void *const *states = nullptr) {
+  /// CUDA model. `options` (null: evaluation) is training or evaluation and
+  /// the masks' seed. Throws on a bad index or a failed CUDA call.
+  void forward(const void *const *inputs, const void *const *states = nullptr, const rnnc_run_options *options = nullptr) {
     const void *p = params.data();
     if (deviceParams_) {
       if (!memory_.upload(deviceParams_, params.data(), paramBytes())) throw std::runtime_error(memory_.error());
       p = deviceParams_;
     }
-    if (m_.forward(ws_, T_, B_, p, inputs, states, nullptr, nullptr, nullptr, nullptr) != 0)
+    if (m_.forward(ws_, T_, B_, p, inputs, states, nullptr, nullptr, nullptr, options, nullptr) != 0)
       throw std::runtime_error(m_.last_error());
   }
   /// Gradients of the loss (and of sum <y, dy> for seeded outputs, and of

@@ -3,12 +3,39 @@
 // sizes and index inputs. Header-only, no dependencies beyond the C++ library.
 #pragma once
 
+#include "rnnc/model.h"
+
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <string>
 
 namespace rnnc::host {
+
+/// rnnc/scalar.h on the host, for the masks' key (mask_words).
+namespace scalar {
+namespace math {
+using std::exp;
+using std::log1p;
+using std::max;
+using std::min;
+inline double fast_exp(double x) { return std::exp(x); }
+} // namespace math
+#define RNNC_SCALAR inline
+#include "rnnc/scalar.h"
+#undef RNNC_SCALAR
+} // namespace scalar
+
+/// The words a model with masks keeps in its workspace (Workspace::rng): the
+/// key of this call's masks (low, high) and 1 in training; options NULL is
+/// evaluation.
+inline void mask_words(const rnnc_run_options *options, unsigned words[3]) {
+  const unsigned long long key = options ? scalar::mask_key(options->seed, options->call) : 0;
+  words[0] = static_cast<unsigned>(key);
+  words[1] = static_cast<unsigned>(key >> 32);
+  words[2] = options && options->train ? 1u : 0u;
+}
 
 /// The reason the last call failed, per thread (rnnc_model::last_error).
 inline std::string &last_error() {
