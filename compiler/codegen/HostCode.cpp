@@ -300,7 +300,7 @@ std::string workspaceLayout(const Program &p, const std::string &extraTake) {
       w.line("ws->{} = ws->{}; // its life starts after {}'s ends", b.name, p.buffers[b.shares].name,
              p.buffers[b.shares].name);
   if (!extraTake.empty()) w.line("{}", extraTake);
-  if (p.hasMasks) w.line("ws->rng = c.take<unsigned>(0, 1, 4); // 4 words, once");
+  if (p.hasMasks) w.line("ws->rng = c.take_fixed<unsigned>(4);");
   w.line("ws->loss_seed = real(1) / real(T * B);").line("return c.bytes();");
   return w.close().take();
 }

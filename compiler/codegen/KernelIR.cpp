@@ -451,7 +451,7 @@ bool ProgramBuilder::build(std::string &error) {
     p_.states.push_back(s);
   }
   p_.hasBackward = !g_.grads.seeds.empty();
-  for (const Node &n : g_.nodes) p_.hasMasks |= !n.dead && n.op == Op::Keep;
+  p_.hasMasks = m_.maskKeyBytes > 0;
   for (const GraphPort &seed : g_.grads.seeds) {
     if (seed.name == "loss") {
       p_.lossSeeded = true;

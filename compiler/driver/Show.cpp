@@ -146,6 +146,7 @@ std::string memoryText(const Compilation &c) {
                        bufferRows(b), b.width, b.index ? " int32" : "", what.empty() ? "" : "  " + what);
   }
   if (m.onesWidth) out += fmt::format("  CUDA's ones: [T][B][{}]\n", m.onesWidth);
+  if (m.maskKeyBytes) out += fmt::format("  the masks' key: {} bytes\n", m.maskKeyBytes);
   return out;
 }
 

@@ -32,7 +32,8 @@
 //    and buffers that keep fewer than T steps never share.
 // 8. CUDA's ones (what cuBLAS multiplies to sum a vector param's gradient
 //    over every row: one wide, or the summed value's width for a width-1
-//    param), and the figures.
+//    param), the masks' key (4 words, when the graph has keep ops), and the
+//    figures.
 #include "passes/PlanMemory.h"
 
 #include "passes/FusePointwise.h"
@@ -460,6 +461,8 @@ void MemoryPlanner::share() {
 }
 
 void MemoryPlanner::figures() {
+  for (const Node &n : g_.nodes)
+    if (!n.dead && n.op == Op::Keep) m_.maskKeyBytes = 16;
   for (const Stage &stage : c_.schedule.stages)
     for (const Kernel &k : stage.kernels) {
       const Node &n = g_.node(k.nodes.front());

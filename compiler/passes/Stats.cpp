@@ -56,6 +56,7 @@ Stats computeStats(const Compilation &c) {
   s.bufferBytesPerStep = c.memory.bytesPerStep;
   s.bufferFixedBytes = c.memory.fixedBytes;
   s.cudaBytesPerStep = 4 * c.memory.onesWidth;
+  s.maskKeyBytes = c.memory.maskKeyBytes;
   s.buffers = c.memory.buffers;
   return s;
 }
@@ -66,6 +67,7 @@ int64_t workspaceBytes(const MemoryPlan &m, int64_t T, int64_t B, bool cuda) {
   for (const WorkspaceBuffer &b : m.buffers)
     if (b.shares < 0) total += aligned(B * (T * b.bytesPerStep() + b.fixedBytes()));
   if (cuda && m.onesWidth) total += aligned(B * T * 4 * m.onesWidth);
+  if (m.maskKeyBytes) total += aligned(m.maskKeyBytes);
   return std::max<int64_t>(total, 64);
 }
 
@@ -105,6 +107,7 @@ nlohmann::json statsJson(const Stats &s) {
           {"buffer_bytes_per_step", s.bufferBytesPerStep},
           {"buffer_fixed_bytes", s.bufferFixedBytes},
           {"cuda_bytes_per_step", s.cudaBytesPerStep},
+          {"mask_key_bytes", s.maskKeyBytes},
           {"workspace", {{"align_bytes", 64}, {"buffers", buffers}}},
           {"kernels", s.kernels}};
 }

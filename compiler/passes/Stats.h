@@ -30,6 +30,7 @@ struct Stats {
   int64_t bufferBytesPerStep = 0; // the workspace's buffers, per step of T
   int64_t bufferFixedBytes = 0;   // and what does not grow with T
   int64_t cudaBytesPerStep = 0;   // what the CUDA bundle adds (its ones)
+  int64_t maskKeyBytes = 0;       // the masks' key and mode (dropout, zoneout)
   std::vector<WorkspaceBuffer> buffers;
   int kernels = 0;
 };

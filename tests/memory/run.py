@@ -17,7 +17,7 @@ For every sample (samples/*.rnn and samples/embed/*.rnn), optimized and at
    the stats say: the sum over the buffers with memory of their own of
    B·(T·bytes_per_step + fixed_bytes), each rounded up to
    workspace.align_bytes, plus cuda_bytes_per_step·T·B (rounded) for CUDA,
-   and align_bytes at least.
+   plus mask_key_bytes (rounded), and align_bytes at least.
 
 Before that, the comparison is shown to fail where it must: on a layout with
 one buffer one element wider, and on stats with one buffer's bytes changed.
@@ -54,6 +54,7 @@ def expected_bytes(stats, T, B, cuda):
                 for b in stats["workspace"]["buffers"] if "shares" not in b)
     if cuda and stats["cuda_bytes_per_step"]:
         total += rounded(B * T * stats["cuda_bytes_per_step"])
+    total += rounded(stats["mask_key_bytes"])
     return max(total, align)
 
 

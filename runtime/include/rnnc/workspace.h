@@ -91,6 +91,13 @@ public:
     at_ += (static_cast<int64_t>(bytes) + 63) / 64 * 64;
     return p;
   }
+  /// An array of n elements, whatever T and B.
+  template <class E> E *take_fixed(int64_t n) {
+    if (!ok_) return nullptr;
+    E *p = base_ ? reinterpret_cast<E *>(base_ + at_) : nullptr;
+    at_ += (n * static_cast<int64_t>(sizeof(E)) + 63) / 64 * 64;
+    return p;
+  }
   int64_t bytes() const { return ok_ ? std::max<int64_t>(at_, 64) : 0; }
 
 private:
