@@ -91,9 +91,11 @@ def full_workspace(view):
                                                                      (view.untyped_storage().nbytes(),))
 
 
-def _forward_impl(model: int, params: Tensor, inputs: List[Tensor], states: List[Tensor], T: int, B: int) -> List[Tensor]:
+def _forward_impl(model: int, params: Tensor, inputs: List[Tensor], states: List[Tensor], T: int, B: int,
+                  seed: int = -1) -> List[Tensor]:
     """Outputs [T, B, w] in order, final states [depth, B, w], the loss (a 0-d tensor), the
-    workspace (uint8; what backward reads). The bundle writes them straight into these tensors."""
+    workspace (uint8; what backward reads). The bundle writes them straight into these tensors.
+    seed -1 is evaluation; else training, and dropout and zoneout draw their masks from it."""
     lib = _lookup(model)
     _check_args(lib, params, inputs, states, T, B)
     params = params.contiguous()
@@ -104,14 +106,15 @@ def _forward_impl(model: int, params: Tensor, inputs: List[Tensor], states: List
     loss = torch.zeros((), dtype=dt, device=dev)
     ins = [x.contiguous() for x in inputs]
     sts = [s.contiguous() for s in states]
+    options = _abi.RunOptions(1, seed, 0) if seed >= 0 else None
     lib.forward(ws.data_ptr(), T, B, params.data_ptr(), [x.data_ptr() for x in ins], _ptrs(sts),
-                _ptrs(outs), _ptrs(finals), loss.data_ptr() if lib.has_loss else None, _stream(dev))
+                _ptrs(outs), _ptrs(finals), loss.data_ptr() if lib.has_loss else None, _stream(dev), options)
     # The workspace leaves as a view of no elements on its storage: autograd keeps it alive, and
     # its bytes (backward's part uninitialized) are no visible result.
     return outs + finals + [loss, ws[:0]]
 
 
-def _forward_fake(model, params, inputs, states, T, B):
+def _forward_fake(model, params, inputs, states, T, B, seed=-1):
     lib = _lookup(model)
     dt = _dtype_of(lib)
     result = [params.new_empty(T, B, o.width, dtype=dt) for o in lib.outputs]
@@ -200,7 +203,7 @@ def _backward_fake(model, ws, params, output_grads, state_grads, loss_grad, T, B
 
 
 def _setup_context(ctx, inputs, output):
-    model, params, ins, states, T, B = inputs
+    model, params, ins, states, T, B = inputs[:6]
     ctx.model, ctx.T, ctx.B = model, T, B
     ctx.n_inputs, ctx.has_states = len(ins), len(states) > 0
     ctx.save_for_backward(output[-1], params)
@@ -218,7 +221,7 @@ def _backward_rule(ctx, grads):
     param_grads, rest = res[0], res[1:]
     input_grads = [gi if gi.numel() else None for gi in rest[:ctx.n_inputs]]
     initial_grads = list(rest[ctx.n_inputs:]) if ctx.has_states else []
-    return None, param_grads, input_grads, initial_grads, None, None
+    return None, param_grads, input_grads, initial_grads, None, None, None
 
 
 def _no_double_backward(ctx, *grads):
@@ -443,9 +446,6 @@ class Recurrent(torch.nn.Module):
                 _check_cuda(dev, self._manifest["model"])
             pair = self._fast[(dt, dev)] = [self._library(dt, dev), None]
         lib = pair[0]
-        if lib.has_masks and self.training:
-            raise RuntimeError(f"{lib.name} has dropout or zoneout, whose training masks the Python layer does not "
-                               "draw yet: call .eval() (their expectations), or train with `rnnc train`")
         if len(inputs) != len(lib.inputs):
             raise TypeError(f"{lib.name} takes {len(lib.inputs)} inputs ({', '.join(self.inputs)}), "
                             f"not {len(inputs)}")
@@ -511,7 +511,12 @@ class Recurrent(torch.nn.Module):
             if pair[1] is None:
                 pair[1] = self._library(dt, dev, forward_only=True)
             run = pair[1]
-        res = (_BINDING or binding()).forward(run.address, params, xs, states, int(T), int(B))
+        # Training: dropout and zoneout draw masks from a seed drawn from torch's generator (so
+        # torch.manual_seed reproduces them); evaluation (-1): their expectations.
+        seed = -1
+        if self.training and lib.has_masks:
+            seed = int(torch.randint(0, 2**62, (), dtype=torch.int64).item())
+        res = (_BINDING or binding()).forward(run.address, params, xs, states, int(T), int(B), seed)
         n_out = len(lib.outputs)
         outs = res[:n_out]
         if batch_first:

@@ -1,5 +1,6 @@
 // The rnnc torch ops in C++ (the package's default binding; docs/torch.md):
-//   rnnc::forward(model, params, inputs, states, T, B) -> outputs + final states + [loss, ws]
+//   rnnc::forward(model, params, inputs, states, T, B, seed) -> outputs + final states + [loss, ws]
+//     (seed -1: evaluation; else training, dropout and zoneout draw their masks from it)
 //   rnnc::backward(model, ws, params, output_grads, state_grads, loss_grad, T, B)
 //       -> [param grads] + input grads + initial-state grads
 //   rnnc::register_model(model): the ops take only tables registered here.
@@ -96,7 +97,7 @@ void checkArgs(const rnnc_model *m, const Tensor &params, at::TensorList inputs,
 }
 
 std::vector<Tensor> forwardKernel(int64_t model, const Tensor &params_, at::TensorList inputs, at::TensorList states,
-                                  int64_t T, int64_t B) {
+                                  int64_t T, int64_t B, int64_t seed) {
   const rnnc_model *m = lookup(model);
   checkArgs(m, params_, inputs, states, T, B);
   auto real = params_.options().dtype(realType(m));
@@ -126,9 +127,11 @@ std::vector<Tensor> forwardKernel(int64_t model, const Tensor &params_, at::Tens
     keep.push_back(s.contiguous());
     sts.push_back(keep.back().data_ptr());
   }
+  // seed >= 0: training, dropout and zoneout draw their masks from it; -1: evaluation.
+  const rnnc_run_options options{seed >= 0 ? 1 : 0, static_cast<uint64_t>(seed >= 0 ? seed : 0), 0};
   int rc = m->forward(ws.data_ptr(), T, B, params.data_ptr(), ins.data(), sts.empty() ? nullptr : sts.data(),
-                      outs.data(), finals.data(), m->has_loss ? loss.data_ptr() : nullptr, nullptr,
-                      streamOf(params.device())); // evaluation: the layer refuses models with masks (torch.py)
+                      outs.data(), finals.data(), m->has_loss ? loss.data_ptr() : nullptr, &options,
+                      streamOf(params.device()));
   TORCH_CHECK(rc == 0, m->name, ": ", m->last_error());
   result.push_back(loss);
   // The workspace leaves as a view of no elements on its storage: autograd keeps it alive, and
@@ -267,11 +270,11 @@ c10::OperatorHandle op(const char *name) {
 }
 
 std::vector<Tensor> callForward(int64_t model, const Tensor &params, at::TensorList inputs, at::TensorList states,
-                                int64_t T, int64_t B) {
+                                int64_t T, int64_t B, int64_t seed) {
   static auto handle = op("rnnc::forward")
                            .typed<std::vector<Tensor>(int64_t, const Tensor &, at::TensorList, at::TensorList,
-                                                      int64_t, int64_t)>();
-  return handle.call(model, params, inputs, states, T, B);
+                                                      int64_t, int64_t, int64_t)>();
+  return handle.call(model, params, inputs, states, T, B, seed);
 }
 
 std::vector<Tensor> callBackward(int64_t model, const Tensor &ws, const Tensor &params, at::TensorList outputGrads,
@@ -285,13 +288,14 @@ std::vector<Tensor> callBackward(int64_t model, const Tensor &ws, const Tensor &
 class Forward : public torch::autograd::Function<Forward> {
 public:
   static variable_list forward(AutogradContext *ctx, int64_t model, const Tensor &params, at::TensorList inputs,
-                               at::TensorList states, int64_t T, int64_t B) {
+                               at::TensorList states, int64_t T, int64_t B, int64_t seed) {
     std::vector<Tensor> res;
     {
       at::AutoDispatchBelowADInplaceOrView guard;
-      res = callForward(model, params, inputs, states, T, B);
+      res = callForward(model, params, inputs, states, T, B, seed);
     }
     ctx->saved_data["model"] = model;
+    ctx->saved_data["seed"] = seed; // a forward run again draws the same masks
     ctx->saved_data["T"] = T;
     ctx->saved_data["B"] = B;
     ctx->saved_data["n_inputs"] = (int64_t)inputs.size();
@@ -321,7 +325,7 @@ public:
     if (inPlace && ctx->saved_data["used"].toBool()) {
       at::AutoDispatchBelowADInplaceOrView guard;
       std::vector<Tensor> ins(saved.begin() + 2, saved.begin() + 2 + nIn), sts(saved.begin() + 2 + nIn, saved.end());
-      ws = callForward(model, params, ins, sts, T, B).back();
+      ws = callForward(model, params, ins, sts, T, B, ctx->saved_data["seed"].toInt()).back();
     }
     if (inPlace) ctx->saved_data["used"] = true;
     Tensor empty = at::empty({0}, params.options());
@@ -333,13 +337,14 @@ public:
     auto res = inPlace ? backwardImpl(model, ws, params, og, sg, lg.defined() ? lg : empty, T, B, true)
                        : callBackward(model, ws, params, og, sg, lg.defined() ? lg : empty, T, B);
     variable_list out;
-    out.reserve(2 + nIn + nSt + 2);
+    out.reserve(2 + nIn + nSt + 3);
     out.emplace_back(); // model
     out.push_back(res[0]);
     for (int64_t k = 0; k < nIn; ++k) out.push_back(res[1 + k].numel() ? res[1 + k] : Tensor());
     for (int64_t k = 0; k < nSt; ++k) out.push_back(res[1 + nIn + k]);
     out.emplace_back(); // T
     out.emplace_back(); // B
+    out.emplace_back(); // seed
     return out;
   }
 };
@@ -359,8 +364,8 @@ public:
 };
 
 std::vector<Tensor> forwardAutograd(int64_t model, const Tensor &params, at::TensorList inputs, at::TensorList states,
-                                    int64_t T, int64_t B) {
-  return Forward::apply(model, params, inputs, states, T, B);
+                                    int64_t T, int64_t B, int64_t seed) {
+  return Forward::apply(model, params, inputs, states, T, B, seed);
 }
 
 std::vector<Tensor> backwardAutograd(int64_t model, const Tensor &ws, const Tensor &params, at::TensorList outputGrads,
@@ -376,7 +381,7 @@ std::vector<Tensor> backwardAutograd(int64_t model, const Tensor &ws, const Tens
 
 TORCH_LIBRARY(rnnc, m) {
   m.def("register_model(int model) -> ()", &registerModel);
-  m.def("forward(int model, Tensor params, Tensor[] inputs, Tensor[] states, int T, int B) -> Tensor[]");
+  m.def("forward(int model, Tensor params, Tensor[] inputs, Tensor[] states, int T, int B, int seed=-1) -> Tensor[]");
   m.def("backward(int model, Tensor ws, Tensor params, Tensor[] output_grads, Tensor[] state_grads, "
         "Tensor loss_grad, int T, int B) -> Tensor[]");
 }
