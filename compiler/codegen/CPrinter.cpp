@@ -70,6 +70,14 @@ std::string CPrinter::operand(const Operand &o, const std::string &index) const 
   case Operand::Kind::Local: return fmt::format("v{}", o.local);
   case Operand::Kind::Const: return literal(o.value);
   case Operand::Kind::LossSeed: return "ws.loss_seed";
+  case Operand::Kind::Mask: { // row r is step r / B of sequence r % B
+    const double kept = o.inverted ? 1 / o.value : 1, expected = o.inverted ? 1 : o.value;
+    std::string step = o.perSequence ? "~0u"
+                       : o.delay == 0 ? "unsigned(r / B)"
+                                      : fmt::format("unsigned(r / B {} {})", o.delay > 0 ? '-' : '+', std::abs(o.delay));
+    return fmt::format("keep_mask(ws.rng, {}u, {}, unsigned(r % B), unsigned({}), {}u, {}, {})", o.site, step,
+                       o.scalar ? "0" : elementIndex(), scalar::keep_threshold(o.value), literal(kept), literal(expected));
+  }
   case Operand::Kind::Param:
     if (o.scalar) return fmt::format("P[{}]", o.paramOffset);
     return fmt::format("P[{} + {}]", o.paramOffset, index);
@@ -126,18 +134,13 @@ std::string CPrinter::mapExpr(const Instr &in) const {
     }
     return "(" + s + ")";
   }
-  case Op::Keep: { // row r is step r / B of sequence r % B
-    const double kept = in.inverted ? 1 / in.value : 1, expected = in.inverted ? 1 : in.value;
-    return fmt::format("keep_mask(ws.rng, {}u, {}, unsigned(r % B), unsigned({}), {}u, {}, {})", in.offset,
-                       in.perSequence ? "~0u" : "unsigned(r / B)", elementIndex(), scalar::keep_threshold(in.value),
-                       literal(kept), literal(expected));
-  }
   case Op::Embed:
     // The row's offset in 64 bits: V x E may pass 2^31.
     return fmt::format("P[{} + int64_t({}) * {} + i]", in.paramOffset, operand(in.args[0], "0"), in.width);
   case Op::Input:
   case Op::Param:
   case Op::Const:
+  case Op::Keep:
   case Op::Sum:
   case Op::Mean:
   case Op::CrossEntropy:

@@ -93,6 +93,13 @@ Operand ProgramBuilder::operand(const Edge &e, int sweep, const std::map<NodeId,
   if (n.op == Op::Const) {
     o.kind = Operand::Kind::Const;
     o.value = n.value;
+  } else if (n.op == Op::Keep) {
+    o.kind = Operand::Kind::Mask;
+    o.value = n.value;
+    o.site = n.offset;
+    o.inverted = n.inverted;
+    o.perSequence = n.perSequence;
+    o.delay = e.delay;
   } else if (n.op == Op::Param) {
     o.kind = Operand::Kind::Param;
     o.paramOffset = paramOffset_.at(n.params[0]);
@@ -131,11 +138,6 @@ Instr ProgramBuilder::instr(NodeId id, int sweep, Sweep::Kind kind, const std::m
     if (n.op == Op::Concat) in.pieces.push_back(g_.node(e.src).width);
   }
   if (n.op == Op::Embed) in.paramOffset = paramOffset_.at(n.params[0]);
-  if (n.op == Op::Keep) {
-    in.value = n.value;
-    in.inverted = n.inverted;
-    in.perSequence = n.perSequence;
-  }
   return in;
 }
 

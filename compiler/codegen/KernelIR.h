@@ -23,9 +23,13 @@ namespace rnnc::codegen {
 using Buffer = WorkspaceBuffer;
 
 /// A scalar read by a sweep: an earlier op of the same sweep, a load from a
-/// buffer at step t - delay, a param element, a constant, or the loss seed.
+/// buffer at step t - delay, a param element, a constant, the loss seed, or
+/// a mask element drawn where it is read (dropout, zoneout: `value` is the
+/// probability it keeps, at step t - delay).
 struct Operand {
-  enum class Kind { Local, Load, Param, Const, LossSeed } kind = Kind::Const;
+  enum class Kind { Local, Load, Param, Const, LossSeed, Mask } kind = Kind::Const;
+  int64_t site = 0;                           // Mask: its site
+  bool inverted = false, perSequence = false; // Mask: as its keep node's
   int local = -1;
   int buffer = -1;
   int32_t delay = 0;
@@ -47,8 +51,6 @@ struct Instr {
   int64_t width = 1;      // the node's width
   int64_t inWidth = 1;    // Reduce, Embed, Softmax: the width of the first operand's value
   int64_t paramOffset = 0; // Embed: the table in the flat param array
-  double value = 0;        // Keep: the probability it keeps (offset: its site)
-  bool inverted = false, perSequence = false; // Keep: as the node's
   int store = -1;
 };
 

@@ -48,14 +48,10 @@ std::string checkNode(const Graph &g, const Node &n) {
       if (!p || p->shape.size() != 1 || p->shape[0] != n.width) return "param read is not a vector param of its width";
     }
     if (n.op == Op::Const && n.width != 1) return "a constant is a scalar";
+    if (n.op == Op::Keep && !(n.value > 0 && n.value <= 1)) return "keep's probability is not in (0, 1]";
+    if (n.op == Op::Keep && (n.offset < 0 || n.offset > 0xffffffffll)) return "keep's site is not a 32-bit word";
     return "";
   case OpKind::Pointwise: {
-    if (n.op == Op::Keep) {
-      if (!n.inputs.empty()) return "keep has no inputs";
-      if (!(n.value > 0 && n.value <= 1)) return "keep's probability is not in (0, 1]";
-      if (n.offset < 0 || n.offset > 0xffffffffll) return "keep's site is not a 32-bit word";
-      return "";
-    }
     bool nary = n.op == Op::Add || n.op == Op::Mul;
     const PointwiseRule *rule = pointwiseRule(n.op); // the table's functions: their arity
     bool binary = rule ? rule->arity == 2 : n.op == Op::Sub || n.op == Op::Div;

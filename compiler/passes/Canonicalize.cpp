@@ -30,6 +30,7 @@ bool isConst(const Graph &g, Edge e) { return e.delay == 0 && g.node(e.src).op =
 /// Whether the uses of `id` may read `to` instead: the loss must stay a value
 /// of the current step.
 bool canReplace(const Graph &g, NodeId id, Edge to) {
+  if (g.node(to.src).op == Op::Keep) return false; // a mask is drawn where it is read, never stored
   if (to.delay == 0) return true;
   if (g.loss == id) return false;
   for (const auto &[name, state] : g.grads.states)

@@ -164,7 +164,7 @@ void MemoryPlanner::markStored() {
   stored_.assign(g_.nodes.size(), false);
   for (NodeId id = 0; id < g_.nodes.size(); ++id) {
     const Node &n = g_.node(id);
-    if (n.dead || n.op == Op::Const || n.op == Op::Param) continue;
+    if (n.dead || n.op == Op::Const || n.op == Op::Param || n.op == Op::Keep) continue;
     if (n.op == Op::Input) {
       stored_[id] = !isLossSeed(n);
       continue;
@@ -178,7 +178,7 @@ void MemoryPlanner::markStored() {
   }
   auto mark = [&](const Edge &e) {
     const Node &n = g_.node(e.src);
-    if (n.op != Op::Const && n.op != Op::Param && !isLossSeed(n)) stored_[e.src] = true;
+    if (n.op != Op::Const && n.op != Op::Param && n.op != Op::Keep && !isLossSeed(n)) stored_[e.src] = true;
   };
   for (const GraphPort &o : g_.outputs) mark(o.value);
   if (g_.loss) mark(Edge(*g_.loss));
@@ -321,7 +321,7 @@ void MemoryPlanner::padDelays() {
 
 std::optional<Load> MemoryPlanner::load(const Edge &e) const {
   const Node &n = g_.node(e.src);
-  if (n.op == Op::Const || n.op == Op::Param || isLossSeed(n)) return std::nullopt;
+  if (n.op == Op::Const || n.op == Op::Param || n.op == Op::Keep || isLossSeed(n)) return std::nullopt;
   if (m_.view[e.src]) return load(Edge(n.inputs[0].src, n.inputs[0].delay + e.delay));
   if (m_.bufferOf[e.src] < 0) return std::nullopt;
   return Load{m_.bufferOf[e.src], e.delay};

@@ -16,17 +16,28 @@ template <class T> RNNC_SCALAR T sign(T x) { return x > T(0) ? T(1) : x < T(0) ?
 // word from the counter (element, sequence, step, site) under a 64-bit key, so
 // every engine draws the same mask for an element without sharing state, and
 // backward draws forward's mask again instead of storing it.
+// One round with the key of round n: (k0 + n W0, k1 + n W1). Written as ten
+// calls, with selects and no branches, so a loop over elements vectorizes.
+RNNC_SCALAR void philox_round(unsigned &c0, unsigned &c1, unsigned &c2, unsigned &c3, unsigned k0, unsigned k1) {
+  const unsigned long long p0 = 0xD2511F53ull * c0, p1 = 0xCD9E8D57ull * c2;
+  const unsigned hi0 = unsigned(p0 >> 32), lo0 = unsigned(p0), hi1 = unsigned(p1 >> 32), lo1 = unsigned(p1);
+  c0 = hi1 ^ c1 ^ k0;
+  c1 = lo1;
+  c2 = hi0 ^ c3 ^ k1;
+  c3 = lo0;
+}
 RNNC_SCALAR unsigned philox4x32_10(unsigned c0, unsigned c1, unsigned c2, unsigned c3, unsigned k0, unsigned k1) {
-  for (int round = 0; round < 10; ++round) {
-    const unsigned long long p0 = 0xD2511F53ull * c0, p1 = 0xCD9E8D57ull * c2;
-    const unsigned hi0 = unsigned(p0 >> 32), lo0 = unsigned(p0), hi1 = unsigned(p1 >> 32), lo1 = unsigned(p1);
-    c0 = hi1 ^ c1 ^ k0;
-    c1 = lo1;
-    c2 = hi0 ^ c3 ^ k1;
-    c3 = lo0;
-    k0 += 0x9E3779B9u;
-    k1 += 0xBB67AE85u;
-  }
+  const unsigned w0 = 0x9E3779B9u, w1 = 0xBB67AE85u;
+  philox_round(c0, c1, c2, c3, k0, k1);
+  philox_round(c0, c1, c2, c3, k0 + w0, k1 + w1);
+  philox_round(c0, c1, c2, c3, k0 + 2 * w0, k1 + 2 * w1);
+  philox_round(c0, c1, c2, c3, k0 + 3 * w0, k1 + 3 * w1);
+  philox_round(c0, c1, c2, c3, k0 + 4 * w0, k1 + 4 * w1);
+  philox_round(c0, c1, c2, c3, k0 + 5 * w0, k1 + 5 * w1);
+  philox_round(c0, c1, c2, c3, k0 + 6 * w0, k1 + 6 * w1);
+  philox_round(c0, c1, c2, c3, k0 + 7 * w0, k1 + 7 * w1);
+  philox_round(c0, c1, c2, c3, k0 + 8 * w0, k1 + 8 * w1);
+  philox_round(c0, c1, c2, c3, k0 + 9 * w0, k1 + 9 * w1);
   return c0;
 }
 
@@ -53,6 +64,7 @@ RNNC_SCALAR unsigned keep_threshold(double q) { return unsigned(q * 16777216.0 +
 template <class T>
 RNNC_SCALAR T keep_mask(const unsigned *rng, unsigned site, unsigned step, unsigned b, unsigned i, unsigned threshold,
                         T kept, T expected) {
-  if (!rng[2]) return expected;
-  return (philox4x32_10(i, b, step, site, rng[0], rng[1]) >> 8) < threshold ? kept : T(0);
+  // Arithmetic, not branches (a loop over elements vectorizes); every product is exact.
+  const T keep = T((philox4x32_10(i, b, step, site, rng[0], rng[1]) >> 8) < threshold), train = T(rng[2] != 0);
+  return keep * kept * train + expected * (T(1) - train);
 }
