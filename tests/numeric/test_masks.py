@@ -81,6 +81,17 @@ def run(rnnc, path, params, inputs, out, mode, seed, engine="interp", grads=None
     return out
 
 
+def same_results(ref, got, names, mode):
+    """The interpreter's results (dir ref) against the compiled engine's (got), 1e-12 relative; the worst."""
+    worst = 0.0
+    for name in names:
+        err = rel_err(rnnrun.load(ref, name), rnnrun.load(got, name))
+        worst = max(worst, err)
+        if err > 1e-12:
+            raise nl.Failure(f"{mode}: {name} differs between the interpreter and the compiled code: {err:.2e}")
+    return worst
+
+
 def engines_agree(rnnc):
     """The interpreter and the generated C++ draw the same masks (f64, train and eval)."""
     d = nl.scratch("masks-engines")
@@ -93,13 +104,8 @@ def engines_agree(rnnc):
         for mode in ("train", "eval"):
             ref = run(rnnc, path, params, inputs, os.path.join(d, f"i-{mode}"), mode, 7, grads={})
             got = run(rnnc, path, params, inputs, os.path.join(d, f"c-{mode}"), mode, 7, "compiled", grads={})
-            for name in ("y", "h", "loss", "grad/W_ih", "grad/W_hh", "grad/b", "grad/x", "grad/initial/c",
-                         "grad/initial/h"):
-                a, b = rnnrun.load(ref, name), rnnrun.load(got, name)
-                err = rel_err(a, b)
-                worst = max(worst, err)
-                if err > 1e-12:
-                    raise nl.Failure(f"{mode}: {name} differs between the interpreter and the compiled code: {err:.2e}")
+            names = ("y", "h", "loss", "grad/W_ih", "grad/W_hh", "grad/b", "grad/x", "grad/initial/c", "grad/initial/h")
+            worst = max(worst, same_results(ref, got, names, mode))
         train_y = rnnrun.load(os.path.join(d, "i-train"), "y")
         eval_y = rnnrun.load(os.path.join(d, "i-eval"), "y")
         if np.array_equal(train_y, eval_y):
@@ -119,12 +125,7 @@ def scan_candidate(rnnc):
         inputs = {"x": rng.normal(0, 1, (300, 4, 3))}
         ref = run(rnnc, path, params, inputs, os.path.join(d, "i"), "train", 9, grads={})
         got = run(rnnc, path, params, inputs, os.path.join(d, "c"), "train", 9, "compiled", grads={})
-        worst = 0.0
-        for name in ("h", "loss", "grad/W", "grad/b", "grad/x", "grad/initial/h"):
-            err = rel_err(rnnrun.load(ref, name), rnnrun.load(got, name))
-            worst = max(worst, err)
-            if err > 1e-12:
-                raise nl.Failure(f"{name} differs between the interpreter and the compiled code: {err:.2e}")
+        worst = same_results(ref, got, ("h", "loss", "grad/W", "grad/b", "grad/x", "grad/initial/h"), "train")
         return f"worst relative difference {worst:.1e}"
     finally:
         nl.cleanup(d)
