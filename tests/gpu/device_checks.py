@@ -5,7 +5,7 @@ after tests/gpu/run.py passed:
 1. compute-sanitizer on `rnnc bench --device cuda` (forward and backward,
    random data): racecheck, synccheck, initcheck and memcheck on one bundle
    per feature (FEATURES: one stream, block reductions, two streams, CUDA
-   graphs, a scan, Newton); what the emulator (tests/emulator) can only
+   graphs, a scan, Newton, dropout and zoneout masks); what the emulator (tests/emulator) can only
    approximate.
    A report of errors is a failure; a tool that does not run here (gVisor) is
    "n/a" with its reason.
@@ -58,6 +58,7 @@ FEATURES = [
     ("lstm", ["--cuda-graphs"], 6),                          # loops captured and replayed as graphs
     ("mingru", ["--time-parallel", "scan"], 64),             # a loop as a parallel scan
     ("indrnn", ["--time-parallel", "newton", "--newton-iterations", "40"], 64),  # Newton's iterations
+    ("zoneout_lstm", [], 6),                                 # masks drawn in the kernels (bench: training mode)
 ]
 
 

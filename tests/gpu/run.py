@@ -218,6 +218,11 @@ def main():
             path = os.path.join(samples, name + ".rnn")
             if os.path.exists(path):
                 cases.append(case(rnnc, path, env, flags, ["--time-parallel", "off"], steps, tol))
+        # Dropout and zoneout in training mode: CUDA draws the CPU's masks for one seed.
+        masks = os.path.join(samples, "zoneout_lstm.rnn")
+        if os.path.exists(masks):
+            train = ["--mode", "train", "--seed", "5"]
+            cases.append(case(rnnc, masks, env, train, train))
         cases = [c for c in cases if args.k in c[0]]
         if not cases:
             print(f"no samples in {samples}" + (f" matching -k {args.k}" if args.k else ""))
