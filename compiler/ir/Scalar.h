@@ -1,23 +1,11 @@
 // The scalar formulas of runtime/include/rnnc/scalar.h in the compiler, for
-// the interpreter and the constant folder: the text the generated code runs,
-// with the standard library's math (fast_exp is std::exp).
+// the interpreter, the constant folder and the printers: the text the
+// generated code runs, with the standard library's math (fast_exp is
+// std::exp), as the host part of every bundle has it (rnnc/workspace.h).
 #pragma once
 
-#include <algorithm>
-#include <cmath>
+#include "rnnc/workspace.h"
 
-namespace rnnc::scalar {
-
-namespace math {
-using std::exp;
-using std::log1p;
-using std::max;
-using std::min;
-inline double fast_exp(double x) { return std::exp(x); }
-} // namespace math
-
-#define RNNC_SCALAR inline
-#include "rnnc/scalar.h"
-#undef RNNC_SCALAR
-
-} // namespace rnnc::scalar
+namespace rnnc {
+namespace scalar = host::scalar;
+} // namespace rnnc
