@@ -72,11 +72,13 @@ std::string CPrinter::operand(const Operand &o, const std::string &index) const 
   case Operand::Kind::LossSeed: return "ws.loss_seed";
   case Operand::Kind::Mask: { // row r is step r / B of sequence r % B
     const double kept = o.inverted ? 1 / o.value : 1, expected = o.inverted ? 1 : o.value;
-    std::string step = o.perSequence ? "~0u"
-                       : o.delay == 0 ? "unsigned(r / B)"
-                                      : fmt::format("unsigned(r / B {} {})", o.delay > 0 ? '-' : '+', std::abs(o.delay));
-    return fmt::format("keep_mask(ws.rng, {}u, {}, unsigned(r % B), unsigned({}), {}u, {}, {})", o.site, step,
-                       o.scalar ? "0" : elementIndex(), scalar::keep_threshold(o.value), literal(kept), literal(expected));
+    const unsigned threshold = scalar::keep_threshold(o.value);
+    auto drawn = maskDraws_.find({o.site, o.delay});
+    if (!o.scalar && drawn != maskDraws_.end())
+      return fmt::format("keep_value(ws.rng, {}[{}], {}u, {}, {})", drawn->second, index, threshold, literal(kept),
+                         literal(expected));
+    return fmt::format("keep_mask(ws.rng, {}u, {}, unsigned(r % B), unsigned({}), {}u, {}, {})", o.site, maskStep(o),
+                       o.scalar ? "0" : elementIndex(), threshold, literal(kept), literal(expected));
   }
   case Operand::Kind::Param:
     if (o.scalar) return fmt::format("P[{}]", o.paramOffset);
@@ -92,6 +94,12 @@ std::string CPrinter::operand(const Operand &o, const std::string &index) const 
   }
   }
   RNNC_UNREACHABLE("operand kind");
+}
+
+std::string CPrinter::maskStep(const Operand &o) {
+  if (o.perSequence) return "~0u";
+  if (o.delay == 0) return "unsigned(r / B)";
+  return fmt::format("unsigned(r / B {} {})", o.delay > 0 ? '-' : '+', std::abs(o.delay));
 }
 
 /// `i + 3`, `i - 3`, `i`.
@@ -159,12 +167,29 @@ std::string CPrinter::sweep(const Sweep &s, const std::string &indent) {
   std::string out;
   const std::string in2 = indent + "  ";
   if (s.kind == Sweep::Kind::Map) {
+    // The row's draws of each mask first, one Philox call per four elements
+    // (a row of at most 16384: its draws stay on the stack).
+    const int64_t quads = (s.width + 3) / 4;
+    if (drawsMasksByRow() && quads <= 4096)
+      for (const Instr &in : s.body)
+        for (const Operand &o : in.args) {
+          if (o.kind != Operand::Kind::Mask || o.scalar || maskDraws_.count({o.site, o.delay})) continue;
+          std::string name = fmt::format("draws_{}{}", o.site,
+                                         o.delay ? fmt::format("_{}{}", o.delay < 0 ? "next" : "prev", std::abs(o.delay)) : "");
+          maskDraws_[{o.site, o.delay}] = name;
+          out += fmt::format("{}unsigned {}[{}]; // mask {}: its draws for this row, four per Philox call\n", indent, name,
+                             quads * 4, o.site);
+          out += fmt::format("{}#pragma omp simd\n{}for (int64_t q = 0; q < {}; ++q)\n", indent, indent, quads);
+          out += fmt::format("{}  keep_draws4(ws.rng, {}u, {}, unsigned(r % B), unsigned(q), {} + 4 * q);\n", indent, o.site,
+                             maskStep(o), name);
+        }
     out += elementLoop(s.width, indent);
     for (size_t k = 0; k < s.body.size(); ++k) {
       const Instr &in = s.body[k];
       out += fmt::format("{}const real v{} = {};\n", in2, k, mapExpr(in));
       if (in.store >= 0) out += fmt::format("{}{} = v{};\n", in2, storeTarget(in.store), k);
     }
+    maskDraws_.clear();
     return out + indent + "}\n";
   }
   const Instr &in = s.body.front();

@@ -68,6 +68,11 @@ protected:
   }
   /// The element a map sweep's body is at ("i"; CUDA: "i0 + i" when a thread has several).
   virtual std::string elementIndex() const { return "i"; }
+  /// Whether a map sweep draws its masks for the whole row before its element
+  /// loop, four elements per Philox call (the CPU), or each element its own.
+  virtual bool drawsMasksByRow() const { return false; }
+  /// A mask's step in the key: "unsigned(r / B)", "~0u" for a mask per sequence.
+  static std::string maskStep(const Operand &o);
   /// Name of a math function (`std::exp`, CUDA: `expf`/`exp` through overloads).
   virtual std::string math(const char *name) const { return std::string("std::") + name; }
 
@@ -75,6 +80,9 @@ protected:
   const SourceManager &sm_;
   /// While printing a scan's step: loads of (buffer, delay) printed as these names.
   std::map<std::pair<int, int32_t>, std::string> substitutes_;
+  /// While printing a map sweep that draws its masks by row: each mask's
+  /// (site, delay) -> the array of its draws.
+  std::map<std::pair<int64_t, int32_t>, std::string> maskDraws_;
 };
 
 } // namespace rnnc::codegen

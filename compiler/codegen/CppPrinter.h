@@ -16,6 +16,7 @@ protected:
   std::string libraryKernel(const KernelIR &k) override;
   std::string elementLoop(int64_t n, const std::string &indent, const std::string &reduction = "") const override;
   std::string math(const char *name) const override;
+  bool drawsMasksByRow() const override { return true; }
   /// Whether a fused kernel splits its rows across a thread team (when it has
   /// the work for one); a loop run in parallel over time runs its chunks at
   /// once instead.

@@ -378,6 +378,9 @@ BUILTINS = {
     "concat": lambda *a: np.concatenate([np.atleast_1d(np.asarray(x, dtype=float)) for x in a]),
     "embed": lambda table, idx: table[int(idx)], "cross_entropy": _ce,
     "mse": lambda a, b: _scalar(np.mean((np.asarray(a) - np.asarray(b)) ** 2)),
+    # Evaluation mode (rnnc run's default): dropout is the identity, zoneout its expectation.
+    "dropout": lambda x, p, per=None: x, "zoneout": lambda new, old, p: p * old + (1 - p) * new,
+    "step": None, "sequence": None,  # dropout's per = step | sequence
 }
 
 

@@ -26,7 +26,7 @@ RNNC_SCALAR void philox_round(unsigned &c0, unsigned &c1, unsigned &c2, unsigned
   c2 = hi0 ^ c3 ^ k1;
   c3 = lo0;
 }
-RNNC_SCALAR unsigned philox4x32_10(unsigned c0, unsigned c1, unsigned c2, unsigned c3, unsigned k0, unsigned k1) {
+RNNC_SCALAR void philox4x32_10_rounds(unsigned &c0, unsigned &c1, unsigned &c2, unsigned &c3, unsigned k0, unsigned k1) {
   const unsigned w0 = 0x9E3779B9u, w1 = 0xBB67AE85u;
   philox_round(c0, c1, c2, c3, k0, k1);
   philox_round(c0, c1, c2, c3, k0 + w0, k1 + w1);
@@ -38,6 +38,10 @@ RNNC_SCALAR unsigned philox4x32_10(unsigned c0, unsigned c1, unsigned c2, unsign
   philox_round(c0, c1, c2, c3, k0 + 7 * w0, k1 + 7 * w1);
   philox_round(c0, c1, c2, c3, k0 + 8 * w0, k1 + 8 * w1);
   philox_round(c0, c1, c2, c3, k0 + 9 * w0, k1 + 9 * w1);
+}
+// The first word of Philox-4x32-10 at counter (c0, c1, c2, c3) under key (k0, k1).
+RNNC_SCALAR unsigned philox4x32_10(unsigned c0, unsigned c1, unsigned c2, unsigned c3, unsigned k0, unsigned k1) {
+  philox4x32_10_rounds(c0, c1, c2, c3, k0, k1);
   return c0;
 }
 
@@ -57,14 +61,39 @@ RNNC_SCALAR unsigned long long mask_key(unsigned long long seed, unsigned long l
 // its top 24 bits are below it (exact in every engine: no float compare).
 RNNC_SCALAR unsigned keep_threshold(double q) { return unsigned(q * 16777216.0 + 0.5); }
 
-// A mask's value at (element i, sequence b, step t) of mask `site`, with
-// rng = {key low, key high, 1 in training}: in training `kept` with the
-// probability threshold / 2^24, else 0; in evaluation `expected`. step is
+// The draw of element i of sequence b at step t of mask `site`, with
+// rng = {key low, key high, 1 in training}: word i % 4 of Philox-4x32-10 at
+// counter (i / 4, b, step, site), so one call serves four elements. step is
 // ~0u for a mask per sequence.
+RNNC_SCALAR unsigned keep_draw(const unsigned *rng, unsigned site, unsigned step, unsigned b, unsigned i) {
+  unsigned c0 = i >> 2, c1 = b, c2 = step, c3 = site;
+  philox4x32_10_rounds(c0, c1, c2, c3, rng[0], rng[1]);
+  const unsigned w = i & 3u;
+  return w == 0 ? c0 : w == 1 ? c1 : w == 2 ? c2 : c3;
+}
+
+// The draws of elements 4q .. 4q + 3 at once (one Philox call), into out[0..3].
+RNNC_SCALAR void keep_draws4(const unsigned *rng, unsigned site, unsigned step, unsigned b, unsigned q, unsigned *out) {
+  unsigned c0 = q, c1 = b, c2 = step, c3 = site;
+  philox4x32_10_rounds(c0, c1, c2, c3, rng[0], rng[1]);
+  out[0] = c0;
+  out[1] = c1;
+  out[2] = c2;
+  out[3] = c3;
+}
+
+// A mask's value from its draw: in training `kept` when the draw's top 24
+// bits are below the threshold (probability threshold / 2^24), else 0; in
+// evaluation `expected`. Arithmetic, not branches (a loop over elements
+// vectorizes); every product is exact.
+template <class T> RNNC_SCALAR T keep_value(const unsigned *rng, unsigned draw, unsigned threshold, T kept, T expected) {
+  const T keep = T((draw >> 8) < threshold), train = T(rng[2] != 0);
+  return keep * kept * train + expected * (T(1) - train);
+}
+
+// keep_value of element i's draw.
 template <class T>
 RNNC_SCALAR T keep_mask(const unsigned *rng, unsigned site, unsigned step, unsigned b, unsigned i, unsigned threshold,
                         T kept, T expected) {
-  // Arithmetic, not branches (a loop over elements vectorizes); every product is exact.
-  const T keep = T((philox4x32_10(i, b, step, site, rng[0], rng[1]) >> 8) < threshold), train = T(rng[2] != 0);
-  return keep * kept * train + expected * (T(1) - train);
+  return keep_value(rng, keep_draw(rng, site, step, b, i), threshold, kept, expected);
 }
