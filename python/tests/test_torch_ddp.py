@@ -35,6 +35,9 @@ def rank_main(rank, world, init_file, out):
     train(ddp, [x[:, rank * half:(rank + 1) * half] for x in data()])
     if rank == 0:
         torch.save(m.state_dict(), out)
+    # Both ranks leave together: a rank that tears gloo down while the other
+    # still talks to it aborts ("terminate called without an active exception").
+    dist.barrier()
     dist.destroy_process_group()
 
 
