@@ -64,7 +64,8 @@ Transfer transferOf(Op op) {
   case Op::Input:
   case Op::Param:
   case Op::Const:
-  case Op::Keep: return {Combine::Linear, Mixing::Elementwise}; // leaves and masks: never in a loop
+  case Op::Keep:
+  case Op::Active: return {Combine::Linear, Mixing::Elementwise}; // leaves and masks: never in a loop
   case Op::Add:
   case Op::Sub:
   case Op::Neg: return {Combine::Linear, Mixing::Elementwise};

@@ -75,8 +75,8 @@ std::string abiTable(const Program &p, Target target) {
   w.line("{}, {}, kParams,", p.paramElements, p.params.size());
   w.line("{}, kInputs, {}, kOutputs, {}, kStates, {},", p.inputs.size(), p.outputs.size(), p.states.size(),
          p.hasLoss ? 1 : 0);
-  w.line("{}, kSeeds, {}, kInputGrads, {}, {}, {},", p.seeds.size(), p.inputGrads.size(), p.stateSeeds.empty() ? 0 : 1,
-         p.hasBackward ? 1 : 0, p.hasMasks ? 1 : 0);
+  w.line("{}, kSeeds, {}, kInputGrads, {}, {}, {}, {},", p.seeds.size(), p.inputGrads.size(),
+         p.stateSeeds.empty() ? 0 : 1, p.hasBackward ? 1 : 0, p.hasMasks ? 1 : 0, p.hasLengths ? 1 : 0);
   w.line("workspace_bytes, forward, backward, read_output, read_final_state, read_loss, last_error,");
   if (target == Target::Cuda) w.line("RNNC_DEVICE_CUDA, synchronize, device_alloc, device_free, device_copy,");
   else w.line("RNNC_DEVICE_CPU, synchronize, nullptr, nullptr, nullptr,");

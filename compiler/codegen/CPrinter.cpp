@@ -80,6 +80,12 @@ std::string CPrinter::operand(const Operand &o, const std::string &index) const 
     return fmt::format("keep_mask(ws.rng, {}u, {}, unsigned(r % B), unsigned({}), {}u, {}, {})", o.site, maskStep(o),
                        o.scalar ? "0" : elementIndex(), threshold, literal(kept), literal(expected));
   }
+  case Operand::Kind::Active: { // the row is step row / B of sequence row % B
+    std::string step = o.delay == 0 ? row_ + " / B"
+                                    : fmt::format("{} / B {} {}", row_, o.delay > 0 ? '-' : '+', std::abs(o.delay));
+    return fmt::format("({} < ws.lengths[{} % B] ? {} : real(0))", step, row_,
+                       o.weighted ? "ws.loss_weight[0]" : "real(1)");
+  }
   case Operand::Kind::Param:
     if (o.scalar) return fmt::format("P[{}]", o.paramOffset);
     return fmt::format("P[{} + {}]", o.paramOffset, index);
@@ -149,6 +155,7 @@ std::string CPrinter::mapExpr(const Instr &in) const {
   case Op::Param:
   case Op::Const:
   case Op::Keep:
+  case Op::Active:
   case Op::Sum:
   case Op::Mean:
   case Op::CrossEntropy:
@@ -222,6 +229,7 @@ std::string CPrinter::sweep(const Sweep &s, const std::string &indent) {
 
 std::string CPrinter::tangentStep(const ScanIR &scan, int direction, const std::string &indent) {
   const size_t k = scan.states.size();
+  row_ = "q"; // a scan's step: q = t * B + r, r the sequence
   substitutes_.clear();
   for (size_t s = 0; s < k; ++s) substitutes_[{scan.states[s], direction}] = fmt::format("s{}", s);
   // tangent[local][s]: the name of its nonzero tangent, or "".
@@ -256,6 +264,7 @@ std::string CPrinter::tangentStep(const ScanIR &scan, int direction, const std::
     out += fmt::format("{}const real f_{} = v{};\n", indent, p, local);
   }
   substitutes_.clear();
+  row_ = "r";
   return out;
 }
 

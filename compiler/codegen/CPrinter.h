@@ -51,6 +51,9 @@ protected:
   /// mode, Tangent.cpp); then the step's Jacobian `a_P_Q` (d new state P /
   /// d state Q) and its value `f_P`, per new state.
   std::string tangentStep(const ScanIR &scan, int direction, const std::string &indent);
+  /// The row a sweep is at, step row / B of sequence row % B: "r" in a kernel's
+  /// rows, "q" in a scan's step (tangentStep), whose r is the sequence.
+  std::string row_ = "r";
   /// Every (buffer, delay) a fused kernel reads or writes, and which it writes.
   std::set<std::pair<int, int32_t>> rowPointers(const KernelIR &k, std::set<int> &written) const;
 

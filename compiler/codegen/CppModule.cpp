@@ -29,6 +29,9 @@ public:
                        in.width, in.name);
   }
   void maskKey(Writer &w) const override { w.line("mask_words(options, ws.rng);"); }
+  void lengths(Writer &w) const override {
+    w.line("if (!sequence_lengths(options, T, B, ws.lengths, ws.loss_weight)) return 1;");
+  }
   void clearGradients(Writer &w) const override { w.line("std::fill_n(G, {}, real(0));", p_.paramElements); }
   void stages(Writer &w, bool backward) override;
   std::string launch(const KernelIR &k, const std::string &rows) const override {

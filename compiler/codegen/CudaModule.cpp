@@ -56,6 +56,13 @@ public:
     w.line("unsigned rng[3];").line("mask_words(options, rng);");
     w.line("if (!launch(kernel_[3], \"set_rng\", 1, 32, s0, ws.rng, rng[0], rng[1], rng[2])) return 1;");
   }
+  void lengths(Writer &w) const override {
+    w.line("std::vector<int32_t> lengths(static_cast<size_t>(B));").line("real weight;");
+    w.line("if (!sequence_lengths(options, T, B, lengths.data(), &weight)) return 1;");
+    w.line("// From pageable memory: staged before the calls return.");
+    w.line("RNNC_CUDA_CHECK(cudaMemcpyAsync(ws.lengths, lengths.data(), sizeof(int32_t) * B, cudaMemcpyHostToDevice, s0));");
+    w.line("RNNC_CUDA_CHECK(cudaMemcpyAsync(ws.loss_weight, &weight, sizeof(real), cudaMemcpyHostToDevice, s0));");
+  }
   void clearGradients(Writer &w) const override;
   void stages(Writer &w, bool backward) override;
   std::string launch(const KernelIR &k, const std::string &rows) const override {

@@ -169,7 +169,7 @@ int CudaPrinter::elementsPerThread(const KernelIR &k, const Program &p) {
     if (in.store >= 0 && (p.buffers[in.store].width % 4 || p.buffers[in.store].index)) return 1;
     for (const Operand &o : in.args) {
       if (o.scalar || o.kind == Operand::Kind::Local || o.kind == Operand::Kind::Const || o.kind == Operand::Kind::LossSeed ||
-          o.kind == Operand::Kind::Mask)
+          o.kind == Operand::Kind::Mask || o.kind == Operand::Kind::Active)
         continue;
       if (o.kind == Operand::Kind::Param && o.paramOffset % 4 == 0) continue;
       if (o.kind == Operand::Kind::Load && o.shift % 4 == 0 && p.buffers[o.buffer].width % 4 == 0 && !p.buffers[o.buffer].index)

@@ -361,6 +361,7 @@ void CudaScanPrinter::tangent(Writer &w, bool atGuess) {
 /// what its kernels store; s[] then holds the new states.
 void CudaScanPrinter::exactStep(Writer &w) {
   rowPointers(w, scan_.exactStep, true);
+  row_ = "q";
   substitutes_.clear();
   for (size_t p = 0; p < scan_.states.size(); ++p) substitutes_[{scan_.states[p], s_.direction}] = fmt::format("s[{}]", p);
   for (size_t j = 0; j < scan_.exactStep.body.size(); ++j) {
@@ -369,6 +370,7 @@ void CudaScanPrinter::exactStep(Writer &w) {
     if (in.store >= 0) w.line("{}[i] = v{};", rowPointer(in.store, 0), j);
   }
   substitutes_.clear();
+  row_ = "r";
   for (size_t p = 0; p < scan_.states.size(); ++p) w.line("s[{}] = v{};", p, scan_.exactStateLocals[p]);
 }
 

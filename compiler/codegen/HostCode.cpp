@@ -69,8 +69,12 @@ void HostPrinter::forward() {
   if (p_.hasMasks) {
     w_.line("// The masks' key and mode, kept in the workspace for backward to draw the same masks.");
     t_.maskKey(w_);
+  }
+  if (p_.hasLengths) {
+    w_.line("// Each sequence's steps (NULL: all T) and the loss's weight, kept for backward.");
+    t_.lengths(w_);
   } else {
-    w_.line("(void)options; // no dropout or zoneout");
+    w_.line("if (options && options->lengths) return fail_no_lengths(\"{}\");", p_.name);
   }
   for (size_t k = 0; k < p_.inputs.size(); ++k)
     if (p_.inputs[k].index) w_.line("{}", t_.indexCheck(k, p_.inputs[k]));
@@ -283,6 +287,10 @@ std::string workspaceStruct(const Program &p, const std::string &extraMember) {
                            : "");
   if (!extraMember.empty()) w.line("{}", extraMember);
   if (p.hasMasks) w.line("unsigned *rng; // [4]: the masks' key (low, high), 1 in training, 0");
+  if (p.hasLengths) {
+    w.line("int32_t *lengths; // [B]: the steps each sequence runs");
+    w.line("real *loss_weight; // [1]: T·B / Σ lengths, the loss's weight at a valid step");
+  }
   w.line("real loss_seed; // dL/d(loss at each step): 1 / (T·B), the loss is a mean");
   return w.close("}};").take();
 }
@@ -301,6 +309,7 @@ std::string workspaceLayout(const Program &p, const std::string &extraTake) {
              p.buffers[b.shares].name);
   if (!extraTake.empty()) w.line("{}", extraTake);
   if (p.hasMasks) w.line("ws->rng = c.take_fixed<unsigned>(4);");
+  if (p.hasLengths) w.line("ws->lengths = c.take_fixed<int32_t>(B);").line("ws->loss_weight = c.take_fixed<real>(1);");
   w.line("ws->loss_seed = real(1) / real(T * B);").line("return c.bytes();");
   return w.close().take();
 }

@@ -42,6 +42,9 @@ public:
   /// forward's lines writing the masks' key and mode (rnnc/workspace.h's
   /// mask_words of `options`) to ws.rng, for a model with masks.
   virtual void maskKey(Writer &w) const = 0;
+  /// forward's lines writing options->lengths (checked; rnnc/workspace.h's
+  /// sequence_lengths) and the loss's weight to ws, for a --lengths model.
+  virtual void lengths(Writer &w) const = 0;
   /// The statement checking index input k (returns 1 when a value is out of range).
   virtual std::string indexCheck(size_t k, const PortIR &input) const = 0;
   /// backward's zeroing of the param gradients (and what the GEMMs need).

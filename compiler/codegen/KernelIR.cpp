@@ -100,6 +100,10 @@ Operand ProgramBuilder::operand(const Edge &e, int sweep, const std::map<NodeId,
     o.inverted = n.inverted;
     o.perSequence = n.perSequence;
     o.delay = e.delay;
+  } else if (n.op == Op::Active) {
+    o.kind = Operand::Kind::Active;
+    o.weighted = n.weighted;
+    o.delay = e.delay;
   } else if (n.op == Op::Param) {
     o.kind = Operand::Kind::Param;
     o.paramOffset = paramOffset_.at(n.params[0]);
@@ -208,6 +212,7 @@ bool ProgramBuilder::emitLibraryCall(KernelIR &k, NodeId id, std::string &error)
   case Op::Param:
   case Op::Const:
   case Op::Keep:
+  case Op::Active:
   case Op::Add:
   case Op::Sub:
   case Op::Mul:
@@ -454,6 +459,7 @@ bool ProgramBuilder::build(std::string &error) {
   }
   p_.hasBackward = !g_.grads.seeds.empty();
   p_.hasMasks = m_.maskKeyBytes > 0;
+  p_.hasLengths = m_.lengths;
   for (const GraphPort &seed : g_.grads.seeds) {
     if (seed.name == "loss") {
       p_.lossSeeded = true;

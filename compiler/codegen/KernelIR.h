@@ -25,11 +25,13 @@ using Buffer = WorkspaceBuffer;
 /// A scalar read by a sweep: an earlier op of the same sweep, a load from a
 /// buffer at step t - delay, a param element, a constant, the loss seed, or
 /// a mask element drawn where it is read (dropout, zoneout: `value` is the
-/// probability it keeps, at step t - delay).
+/// probability it keeps, at step t - delay), or whether step t - delay is
+/// within its sequence's length (--lengths).
 struct Operand {
-  enum class Kind { Local, Load, Param, Const, LossSeed, Mask } kind = Kind::Const;
+  enum class Kind { Local, Load, Param, Const, LossSeed, Mask, Active } kind = Kind::Const;
   int64_t site = 0;                           // Mask: its site
   bool inverted = false, perSequence = false; // Mask: as its keep node's
+  bool weighted = false;                      // Active: the loss's weight where active, not 1
   int local = -1;
   int buffer = -1;
   int32_t delay = 0;
@@ -162,6 +164,7 @@ struct Program {
   bool hasLoss = false;
   bool lossSeeded = false; // backward differentiates the loss
   bool hasMasks = false;   // dropout or zoneout: the workspace keeps the masks' key (Workspace::rng)
+  bool hasLengths = false; // --lengths: the workspace keeps them and the loss's weight (Workspace::lengths)
 };
 
 /// Builds the kernel IR of a scheduled compilation whose memory is planned

@@ -54,6 +54,7 @@ std::string tangentExpr(Op op, const std::vector<std::string> &x, const std::vec
   case Op::Param:
   case Op::Const:
   case Op::Keep:
+  case Op::Active:
   case Op::Sum:
   case Op::Mean:
   case Op::CrossEntropy:

@@ -94,7 +94,7 @@ std::optional<Timing> timeModel(const rnnc_model &m, const Elaboration &e, int64
   for (int i = 0; i < warmup + runs; ++i) {
     auto t0 = clock::now();
     // Training mode: a step of training draws its masks (a model without any ignores it).
-    const rnnc_run_options options{1, 0, static_cast<uint64_t>(i)};
+    const rnnc_run_options options{1, 0, static_cast<uint64_t>(i), nullptr};
     if (m.forward(ws, T, B, dParams, inputs.data(), nullptr, nullptr, nullptr, nullptr, &options, nullptr) != 0 ||
         m.synchronize(nullptr) != 0) {
       fmt::print(stderr, "rnnc: error: {}\n", m.last_error());

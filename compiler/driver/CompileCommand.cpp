@@ -26,6 +26,7 @@ public:
     c.add_flag("--cuda-graphs", cuda_.cudaGraphs, "cuda: capture each loop's steps once as a CUDA graph and replay it");
     c.add_flag("--forward-only", forwardOnly_,
                "no backward: the workspace keeps nothing for it (inference); backward returns 1");
+    c.add_flag("--lengths", lengths_, "forward takes each sequence's length (rnnc_run_options.lengths; docs/lengths.md)");
     c.add_flag("--no-format", noFormat_, "write the code as printed, not formatted with clang-format (and no .clang-format)");
   }
 
@@ -44,6 +45,7 @@ public:
     CompileOptions o;
     if (!compileOptionsOf(common_, o)) return 1;
     o.gradients = forwardOnly_ ? Gradients::None : Gradients::All;
+    o.lengths = lengths_;
     auto bundle = compileToBundle(common_.file, o, b);
     if (!bundle) return 1;
     std::string error;
@@ -72,7 +74,7 @@ private:
   CommonOptions common_;
   std::string target_, out_;
   codegen::CudaOptions cuda_;
-  bool noFormat_ = false, forwardOnly_ = false;
+  bool noFormat_ = false, forwardOnly_ = false, lengths_ = false;
 };
 
 } // namespace

@@ -3,6 +3,7 @@
 #include "driver/Entity.h"
 #include "frontend/Lower.h"
 #include "frontend/ParamInit.h"
+#include "passes/ApplyLengths.h"
 #include "passes/Autodiff.h"
 
 #include <fmt/format.h>
@@ -51,6 +52,7 @@ std::unique_ptr<Compilation> compileProgram(const CheckedProgram &p, const Elabo
   try {
     std::optional<Graph> g = lowerToGraph(entity, diags);
     if (!g) return nullptr;
+    if (o.lengths && !applyLengths(*g, diags)) return nullptr;
     if (o.gradients != Gradients::None) {
       Objective objective = defaultObjective(*g);
       objective.inputGrads = objective.stateGrads = objective.stateSeeds = o.gradients == Gradients::All;

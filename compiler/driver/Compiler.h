@@ -29,6 +29,7 @@ struct CompileOptions {
   bool optimize = true;                  // false: -O0
   TimeParallelOptions timeParallel;      // --time-parallel, --newton-iterations
   Gradients gradients = Gradients::None;
+  bool lengths = false;                  // --lengths: runs take each sequence's length (passes/ApplyLengths.h)
 };
 
 /// The mode `--time-parallel NAME` names (off, scan, newton; anything else: auto).

@@ -191,6 +191,18 @@ int runGraph(Graph g, const RunOptions &o) {
     if (extent.T <= 0 || extent.B <= 0) fail("T and B must be at least 1");
     in.T = extent.T;
     in.B = extent.B;
+    if (!o.lengths.empty()) {
+      io::Array a = readArray(o.lengths);
+      if (a.shape.size() != 1 || !isInteger(a.dtype))
+        fail(fmt::format("{}: lengths need an int32 or int64 array [B], got {} {}", o.lengths, io::dtypeName(a.dtype),
+                         io::shapeText(a.shape)));
+      if (a.shape[0] != in.B) fail(fmt::format("{}: {} lengths for B = {} sequences", o.lengths, a.shape[0], in.B));
+      for (size_t b = 0; b < a.data.size(); ++b) {
+        if (a.data[b] < 1 || a.data[b] > static_cast<double>(in.T))
+          fail(fmt::format("{}: lengths[{}] = {} is not in 1..{} (T = {})", o.lengths, b, a.data[b], in.T, in.T));
+        in.lengths.push_back(static_cast<int32_t>(a.data[b]));
+      }
+    }
 
     // States: [B, n] is the step before the first; [k, B, n] the k steps before it.
     auto depths = stateDepths(g);

@@ -36,6 +36,7 @@ struct RunOptions {
   int64_t maxMemory = 0;              // --max-memory in bytes; 0: the machine's physical memory
   bool train = false;                 // --mode train: dropout and zoneout draw masks
   uint64_t seed = 0;                  // --seed: the masks' key
+  std::string lengths;                // --lengths L.npy (the graph was built with them: passes/ApplyLengths.h)
   const SourceManager *sm = nullptr;  // for the equations comments of generated code
 };
 

@@ -7,6 +7,7 @@
 #include "driver/Entity.h"
 #include "driver/Run.h"
 #include "frontend/Lower.h"
+#include "passes/ApplyLengths.h"
 
 #include <fmt/format.h>
 
@@ -44,6 +45,8 @@ public:
         ->check(CLI::IsMember({"eval", "train"}));
     c.add_option("--seed", ro_.seed, "train: the masks' seed (default 0); the same seed draws the same masks on every engine")
         ->type_name("S");
+    c.add_option("--lengths", ro_.lengths, "each sequence's length, 1..T: int32 or int64 [B] (docs/lengths.md)")
+        ->type_name("L.npy");
     c.add_option("--engine", engine_, "compiled (default: the generated code) or interp (the reference interpreter)")
         ->check(CLI::IsMember({"compiled", "interp"}));
   }
@@ -81,8 +84,10 @@ public:
       g = lowerToGraph(*p->entity, *p->file->diags);
     } catch (TooManyErrors &) {
     }
+    if (g && !ro_.lengths.empty() && !applyLengths(*g, *p->file->diags)) g.reset();
     finishDiagnostics(*p);
     if (!g) return 1;
+    ro_.compile.lengths = !ro_.lengths.empty();
     ro_.sm = &p->file->sm;
     return runGraph(std::move(*g), ro_);
   }

@@ -83,6 +83,7 @@ public:
     CLI::App &c = *app_;
     addCommon(c, common_);
     c.add_flag("--ast", ast_, "print the syntax tree");
+    c.add_flag("--lengths", lengths_, "the model as compiled with --lengths (sequences of their own lengths)");
     c.add_flag("--params", params_, "print every param with its full name and shape, instances inlined");
     c.add_option("--after", after_, "print the graph after this pass (lower, canonicalize, ...)")->type_name("PASS");
     c.add_flag("--all", all_, "print the graph after every pass that changed it");
@@ -102,6 +103,7 @@ public:
     if (!optionsAgree()) return 1;
     CompileOptions o;
     if (!compileOptionsOf(common_, o)) return 1;
+    o.lengths = lengths_;
     auto p = checkProgram(common_.file, o, nullptr, /*pickEntity=*/graphWanted());
     if (!p) return 1;
     std::string out;
@@ -180,6 +182,7 @@ private:
   }
 
   CommonOptions common_;
+  bool lengths_ = false;
   bool ast_ = false, params_ = false, all_ = false, dot_ = false, schedule_ = false, stats_ = false, json_ = false;
   bool backward_ = false, html_ = false;
   std::string after_, htmlOut_, htmlTarget_ = "cpu";

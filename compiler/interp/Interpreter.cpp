@@ -30,6 +30,9 @@ public:
     rng_[0] = static_cast<unsigned>(key);
     rng_[1] = static_cast<unsigned>(key >> 32);
     rng_[2] = in.train ? 1 : 0;
+    double valid = 0;
+    for (int64_t b = 0; b < B_; ++b) valid += static_cast<double>(length(b));
+    lossWeight_ = static_cast<double>(T_ * B_) / valid;
   }
 
   InterpResult run();
@@ -47,7 +50,10 @@ private:
   const Graph &g_;
   const InterpInputs &in_;
   int64_t T_, B_;
+  int64_t length(int64_t b) const { return in_.lengths.empty() ? T_ : in_.lengths[static_cast<size_t>(b)]; }
+
   unsigned rng_[3]; // the masks' key and mode, as the generated code keeps them
+  double lossWeight_ = 1; // T·B / Σ lengths
   std::vector<std::vector<double>> values_;     // per node: [T][B][w], or [w] for accumulations
   std::map<NodeId, std::pair<int64_t, const std::vector<double> *>> states_; // node -> (k, [k][B][w])
 };
@@ -107,6 +113,7 @@ void Interpreter::evalStep(NodeId id, int64_t t, int64_t b, double *out) const {
     });
     return;
   }
+  case Op::Active: out[0] = t < length(b) ? (n.weighted ? lossWeight_ : 1.0) : 0.0; return;
   case Op::Add:
     each([&](int64_t i) {
       double s = 0;

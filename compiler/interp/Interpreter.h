@@ -31,6 +31,9 @@ struct InterpInputs {
   /// or evaluation, and their key.
   bool train = false;
   uint64_t seed = 0, call = 0;
+  /// The steps each sequence runs, 1..T, for a graph built with --lengths
+  /// (empty: all T).
+  std::vector<int32_t> lengths;
 };
 
 struct InterpResult {

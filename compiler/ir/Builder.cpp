@@ -50,6 +50,7 @@ std::string checkNode(const Graph &g, const Node &n) {
     if (n.op == Op::Const && n.width != 1) return "a constant is a scalar";
     if (n.op == Op::Keep && !(n.value > 0 && n.value <= 1)) return "keep's probability is not in (0, 1]";
     if (n.op == Op::Keep && (n.offset < 0 || n.offset > 0xffffffffll)) return "keep's site is not a 32-bit word";
+    if (n.op == Op::Active && n.width != 1) return "active is a scalar";
     return "";
   case OpKind::Pointwise: {
     bool nary = n.op == Op::Add || n.op == Op::Mul;
@@ -176,6 +177,12 @@ NodeId GraphBuilder::keep(int64_t width, double probability, int64_t site, bool 
   Node n{Op::Keep, width, false, {}, {}, probability, site, "", {loc}, false};
   n.inverted = inverted;
   n.perSequence = perSequence;
+  return add(std::move(n));
+}
+
+NodeId GraphBuilder::active(bool weighted, SourceRange loc) {
+  Node n{Op::Active, 1, false, {}, {}, 0, 0, "", {loc}, false};
+  n.weighted = weighted;
   return add(std::move(n));
 }
 

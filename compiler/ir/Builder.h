@@ -26,6 +26,9 @@ public:
   /// A random mask of `width` elements kept with `probability` (dropout:
   /// `inverted`, zoneout); `site` tells it from the model's other masks.
   NodeId keep(int64_t width, double probability, int64_t site, bool inverted, bool perSequence, SourceRange loc);
+  /// 1 while the step is within its sequence's length, else 0; `weighted`:
+  /// T·B / Σ lengths in place of 1 (a mean over the valid steps).
+  NodeId active(bool weighted, SourceRange loc);
   /// Pointwise and reduction ops: the width follows from the inputs.
   NodeId op(Op op, std::vector<Edge> inputs, SourceRange loc);
   NodeId matmul(std::vector<std::string> params, Edge x, SourceRange loc);

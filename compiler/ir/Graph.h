@@ -59,6 +59,7 @@ struct Node {
   bool backward = false; // made by autodiff
   bool perSequence = false; // Keep: one mask per sequence for all steps (else one per step)
   bool inverted = false;    // Keep: 1/p or 0 in training, 1 in evaluation (dropout); else 1 or 0, and p
+  bool weighted = false;    // Active: T·B / Σ lengths where active, not 1 (the loss's weight: a mean over valid steps)
 };
 
 /// A learnable tensor: full name (`h1.W_ih`), shape, where it was declared.

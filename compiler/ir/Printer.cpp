@@ -82,6 +82,7 @@ std::string printGraph(const Graph &g, const SourceManager &sm) {
                         : n.op == Op::Pad ? fmt::format(" at {}", n.offset)
                         : n.op == Op::Keep ? fmt::format(" {} at {}{}{}", n.value, n.offset, n.inverted ? " inverted" : "",
                                                        n.perSequence ? " per sequence" : "")
+                        : n.op == Op::Active && n.weighted ? std::string(" weighted")
                                           : "";
     std::string type = n.isIndex ? fmt::format("index[{}]", n.width) : fmt::format("[{}]", n.width);
     out += fmt::format("  %{} = {}{}{} : {}{}", id, opMnemonic(n.op), args, range, type, n.backward ? " bwd" : "");

@@ -145,6 +145,7 @@ private:
     case Op::MatMul: lo = 1, hi = SIZE_MAX; return "its params";
     case Op::Const: return "a number";
     case Op::Keep: return "a probability and a site";
+    case Op::Active: return "no names";
 #include "ir/TableOpCases.def"
     case Op::Add:
     case Op::Sub:
@@ -195,6 +196,7 @@ private:
     n.offset = w.first;
     n.perSequence = w.perSequence;
     n.inverted = w.inverted;
+    n.weighted = w.weighted;
     if (w.isIndex && w.op != Op::Input) diags_.error(w.typeWhere, "only an input is an index");
     for (const WrittenEdge &e : w.inputs)
       if (std::optional<Edge> edge = edgeTo(e)) n.inputs.push_back(*edge);

@@ -273,6 +273,10 @@ void parseOperands(LineParser &p, WrittenNode &n) {
     }
     return;
   }
+  if (n.op == Op::Active) { // active ['weighted']
+    n.weighted = p.acceptWord("weighted");
+    return;
+  }
   if (p.peek() == ':' || (n.op == Op::Pad && p.atWord("at"))) return;
   do {
     if (p.peek() == '%') {

@@ -65,6 +65,7 @@ struct WrittenNode {
   bool backward = false;
   bool perSequence = false; // keep `per sequence`
   bool inverted = false;    // keep `inverted`
+  bool weighted = false;    // active `weighted`
   std::string name; // the user's name, from the note
   std::vector<WrittenLoc> locs;
 };

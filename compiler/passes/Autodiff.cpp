@@ -172,7 +172,8 @@ void Differentiator::localDerivatives(NodeId n) {
   case Op::Input: // leaves and masks have no inputs: run() does not ask
   case Op::Param:
   case Op::Const:
-  case Op::Keep: RNNC_UNREACHABLE("a leaf has no local derivatives");
+  case Op::Keep:
+  case Op::Active: RNNC_UNREACHABLE("a leaf has no local derivatives");
   case Op::SoftmaxMinusOneHot:
   case Op::Pad:
   case Op::Broadcast:
@@ -239,7 +240,7 @@ bool Differentiator::run(const Objective &objective, DiagnosticEngine &diags) {
   }
   for (NodeId id = 0; id < forwardNodes; ++id) {
     const Node &n = g_.node(id);
-    if (!needed[id] || n.dead || n.op == Op::Const || n.op == Op::Keep || n.isIndex) continue;
+    if (!needed[id] || n.dead || n.op == Op::Const || n.op == Op::Keep || n.op == Op::Active || n.isIndex) continue;
     if (n.op == Op::Input && !objective.inputGrads) continue;
     Node sum{Op::Add, n.width, false, {}, {}, 0, 0, n.name.empty() ? "" : "d" + n.name, n.locs, false, true};
     g_.nodes.push_back(std::move(sum)); // inputs come in step 4

@@ -30,7 +30,8 @@ bool isConst(const Graph &g, Edge e) { return e.delay == 0 && g.node(e.src).op =
 /// Whether the uses of `id` may read `to` instead: the loss must stay a value
 /// of the current step.
 bool canReplace(const Graph &g, NodeId id, Edge to) {
-  if (g.node(to.src).op == Op::Keep) return false; // a mask is drawn where it is read, never stored
+  const Op leaf = g.node(to.src).op;
+  if (leaf == Op::Keep || leaf == Op::Active) return false; // a mask is made where it is read, never stored
   if (to.delay == 0) return true;
   if (g.loss == id) return false;
   for (const auto &[name, state] : g.grads.states)
@@ -60,7 +61,7 @@ double fold(Op op, const std::vector<double> &x) {
   case Op::Neg: return -x[0];
 #include "ir/TableOpCases.def"
     return pointwiseRule(op)->value(x.data());
-  case Op::Input: case Op::Param: case Op::Const: case Op::Keep: case Op::Sub: // Sub is rewritten first
+  case Op::Input: case Op::Param: case Op::Const: case Op::Keep: case Op::Active: case Op::Sub: // Sub is rewritten first
   case Op::Sum: case Op::Mean: case Op::CrossEntropy: case Op::Mse: case Op::MatMul: case Op::Slice:
   case Op::Concat: case Op::Embed: case Op::SoftmaxMinusOneHot: case Op::Pad: case Op::Broadcast:
   case Op::MatMulT: case Op::GradMatrix: case Op::GradVector: case Op::GradEmbed: return NAN;
@@ -200,7 +201,9 @@ bool mergeDuplicates(Graph &g) {
     if (n.op == Op::Add || n.op == Op::Mul) std::sort(ins.begin(), ins.end());
     // A mask drawn again in backward stays backward's own: merged into the
     // forward mask, backward would read it from memory instead of drawing it.
-    int mask = n.op == Op::Keep ? 1 + n.perSequence + 2 * n.inverted + 4 * n.backward : 0;
+    int mask = n.op == Op::Keep ? 1 + n.perSequence + 2 * n.inverted + 4 * n.backward
+               : n.op == Op::Active ? 8 + n.weighted
+                                    : 0;
     Key key{n.op, ins, n.params, n.value, n.offset, n.width, mask};
     auto [it, fresh] = seen.emplace(key, id);
     if (fresh) continue;

@@ -164,7 +164,7 @@ void MemoryPlanner::markStored() {
   stored_.assign(g_.nodes.size(), false);
   for (NodeId id = 0; id < g_.nodes.size(); ++id) {
     const Node &n = g_.node(id);
-    if (n.dead || n.op == Op::Const || n.op == Op::Param || n.op == Op::Keep) continue;
+    if (n.dead || n.op == Op::Const || n.op == Op::Param || n.op == Op::Keep || n.op == Op::Active) continue;
     if (n.op == Op::Input) {
       stored_[id] = !isLossSeed(n);
       continue;
@@ -178,7 +178,7 @@ void MemoryPlanner::markStored() {
   }
   auto mark = [&](const Edge &e) {
     const Node &n = g_.node(e.src);
-    if (n.op != Op::Const && n.op != Op::Param && n.op != Op::Keep && !isLossSeed(n)) stored_[e.src] = true;
+    if (n.op != Op::Const && n.op != Op::Param && n.op != Op::Keep && n.op != Op::Active && !isLossSeed(n)) stored_[e.src] = true;
   };
   for (const GraphPort &o : g_.outputs) mark(o.value);
   if (g_.loss) mark(Edge(*g_.loss));
@@ -321,7 +321,7 @@ void MemoryPlanner::padDelays() {
 
 std::optional<Load> MemoryPlanner::load(const Edge &e) const {
   const Node &n = g_.node(e.src);
-  if (n.op == Op::Const || n.op == Op::Param || n.op == Op::Keep || isLossSeed(n)) return std::nullopt;
+  if (n.op == Op::Const || n.op == Op::Param || n.op == Op::Keep || n.op == Op::Active || isLossSeed(n)) return std::nullopt;
   if (m_.view[e.src]) return load(Edge(n.inputs[0].src, n.inputs[0].delay + e.delay));
   if (m_.bufferOf[e.src] < 0) return std::nullopt;
   return Load{m_.bufferOf[e.src], e.delay};
@@ -463,6 +463,7 @@ void MemoryPlanner::share() {
 void MemoryPlanner::figures() {
   for (const Node &n : g_.nodes)
     if (!n.dead && n.op == Op::Keep) m_.maskKeyBytes = 16;
+    else if (!n.dead && n.op == Op::Active) m_.lengths = true;
   for (const Stage &stage : c_.schedule.stages)
     for (const Kernel &k : stage.kernels) {
       const Node &n = g_.node(k.nodes.front());

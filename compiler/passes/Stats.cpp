@@ -68,6 +68,7 @@ int64_t workspaceBytes(const MemoryPlan &m, int64_t T, int64_t B, bool cuda) {
     if (b.shares < 0) total += aligned(B * (T * b.bytesPerStep() + b.fixedBytes()));
   if (cuda && m.onesWidth) total += aligned(B * T * 4 * m.onesWidth);
   if (m.maskKeyBytes) total += aligned(m.maskKeyBytes);
+  if (m.lengths) total += aligned(4 * B) + aligned(8);
   return std::max<int64_t>(total, 64);
 }
 

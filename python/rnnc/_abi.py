@@ -3,7 +3,7 @@ ctypes: a loaded shared library, its `rnnc_model` table and calls on it.
 Nothing here knows about torch: pointers in, status codes out."""
 import ctypes as C
 
-ABI_VERSION = 4
+ABI_VERSION = 5
 DEVICE_CPU, DEVICE_CUDA = 0, 1
 
 
@@ -18,8 +18,10 @@ _PP = C.POINTER(C.c_void_p)
 
 
 class RunOptions(C.Structure):
-    """rnnc_run_options: training or evaluation, and the masks' seed."""
-    _fields_ = [("train", C.c_int32), ("seed", C.c_uint64), ("call", C.c_uint64)]
+    """rnnc_run_options: training or evaluation, the masks' seed, and each
+    sequence's length (--lengths models)."""
+    _fields_ = [("train", C.c_int32), ("seed", C.c_uint64), ("call", C.c_uint64),
+                ("lengths", C.POINTER(C.c_int32))]
 
 
 class Model(C.Structure):
@@ -33,6 +35,7 @@ class Model(C.Structure):
                 ("n_seeds", C.c_int32), ("seeds", C.POINTER(Tensor)),
                 ("n_input_grads", C.c_int32), ("input_grads", C.POINTER(Tensor)),
                 ("has_state_seeds", C.c_int32), ("has_backward", C.c_int32), ("has_masks", C.c_int32),
+                ("has_lengths", C.c_int32),
                 ("workspace_bytes", C.CFUNCTYPE(C.c_int64, C.c_int64, C.c_int64)),
                 ("forward", C.CFUNCTYPE(C.c_int, _P, C.c_int64, C.c_int64, _P, _P, _P, _P, _P, _P, _P, _P)),
                 ("backward", C.CFUNCTYPE(C.c_int, _P, C.c_int64, C.c_int64, _P, _P, _P, _P, _P, _P, _P)),

@@ -277,7 +277,7 @@ bool trainChecked(const rnnc_model &m, std::vector<float> &params, const TrainOp
       if (!moved(mem.upload(dStates[k], r.carry[k].data(), static_cast<int64_t>(r.carry[k].size()) * 4))) return false;
     if (!moved(mem.upload(dParams, params.data(), paramBytes))) return false;
     // Training mode: each step draws its own masks (dropout, zoneout) from the run's seed.
-    const rnnc_run_options options{1, o.seed, static_cast<uint64_t>(step)};
+    const rnnc_run_options options{1, o.seed, static_cast<uint64_t>(step), nullptr};
     if (m.forward(ws, T, B, dParams, inputs.data(), r.carry.empty() ? nullptr : states.data(), dOutputs.data(),
                   dFinals.data(), nullptr, &options, nullptr)) {
       error = fmt::format("model '{}': forward failed at step {}: {}", m.name, step, m.last_error());

@@ -65,7 +65,7 @@ int64_t widthOf(const rnnc_tensor &t) { return t.is_index ? 1 : t.shape[0]; }
 
 /// Both models run in training mode with one seed: a model with dropout or
 /// zoneout draws its masks, and both must draw the same ones.
-const rnnc_run_options kTraining{1, 20261202, 3};
+const rnnc_run_options kTraining{1, 20261202, 3, nullptr};
 
 /// `v` in the model's real type, as bytes.
 std::vector<char> asReals(const std::vector<double> &v, int32_t realBytes) {
@@ -143,7 +143,12 @@ bool runModel(const rnnc_model &m, const Data &d, int64_t T, int64_t B, Arrays &
     std::fprintf(stderr, "compare: %s\n", mem.error().c_str());
     return false;
   }
-  if (m.forward(ws, T, B, P, inputs.data(), states.data(), outputs.data(), finals.data(), loss, &kTraining, stream) ||
+  // A --lengths build: sequences of lengths T, 1, and between (docs/lengths.md).
+  std::vector<int32_t> lengths(static_cast<size_t>(B));
+  for (int64_t b = 0; b < B; ++b) lengths[b] = static_cast<int32_t>(b == 0 ? T : 1 + (b * 7 + 3) % T);
+  rnnc_run_options options = kTraining;
+  if (m.has_lengths) options.lengths = lengths.data();
+  if (m.forward(ws, T, B, P, inputs.data(), states.data(), outputs.data(), finals.data(), loss, &options, stream) ||
       m.synchronize(stream)) {
     std::fprintf(stderr, "compare: forward: %s\n", m.last_error());
     return false;

@@ -239,6 +239,13 @@ def main():
                  (s, [], {"defines": ("-DCUDA_API_PER_THREAD_DEFAULT_STREAM",), "envs": ({}, caller)})]
     for s in named("lstm"):
         runs += [(s, ["--tf32"], {"real": "float"}), (s, ["--cuda-graphs"], {"real": "float"})]
+    # Sequences of their own lengths (compare.cpp gives both builds the same): a forward loop, a
+    # bidirectional one, and loops run in parallel over time (T = 100: two chunks and more).
+    for s in named("lstm", "bitagger", "zoneout_lstm"):
+        runs.append((s, ["--lengths"], {"cpu_flags": ["--lengths"]}))
+    for s in named("mingru", "qrnn"):
+        runs.append((s, ["--lengths", "--time-parallel", "scan"],
+                     {"cpu_flags": ["--lengths", "--time-parallel", "off"], "steps": 100, "batch": 2}))
     if a.scans_only or a.mutants_only:
         runs = []
     if a.double_only:

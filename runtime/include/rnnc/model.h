@@ -19,7 +19,7 @@
 extern "C" {
 #endif
 
-#define RNNC_ABI_VERSION 4
+#define RNNC_ABI_VERSION 5
 
 /* Where a model's arrays live (rnnc_model.device). */
 #define RNNC_DEVICE_CPU 0
@@ -47,6 +47,9 @@ typedef struct rnnc_run_options {
   int32_t train;  /* 1: training: dropout and zoneout draw random masks; 0: evaluation (their expectations) */
   uint64_t seed;  /* the masks' key, with `call` (docs/language.md#dropout-and-zoneout) */
   uint64_t call;  /* a counter the caller advances once per training call, so each call draws new masks */
+  /* [B], host memory, read before forward returns: the steps each sequence
+   * runs, 1..T (NULL: all T). Only for models with has_lengths. */
+  const int32_t *lengths;
 } rnnc_run_options;
 
 typedef struct rnnc_model {
@@ -81,6 +84,10 @@ typedef struct rnnc_model {
   /* 1: the model draws random masks (dropout, zoneout), so forward's options
    * (train or eval, seed) change its results. */
   int32_t has_masks;
+  /* 1: compiled with --lengths: forward takes options->lengths (sequence b
+   * runs steps 0..lengths[b]-1; its outputs are zero after, its final state
+   * is the state after its last step, the loss a mean over valid steps). */
+  int32_t has_lengths;
 
   /* Bytes of workspace for T steps of B sequences (0: too large). */
   int64_t (*workspace_bytes)(int64_t T, int64_t B);

@@ -55,6 +55,34 @@ inline int fail_no_backward(const char *model) {
   return 1;
 }
 
+/// Lengths given to a model compiled without --lengths.
+inline int fail_no_lengths(const char *model) {
+  last_error() = std::string(model) + " was compiled without --lengths: it cannot take sequence lengths";
+  return 1;
+}
+
+/// The steps each sequence runs, from options->lengths (NULL: all T), checked
+/// to be in 1..T, into `lengths` [B]; `weight` = T·B / Σ lengths, the loss's
+/// weight at a valid step (the loss is a mean over the valid steps). False
+/// with the reason in last_error().
+template <class Real>
+inline bool sequence_lengths(const rnnc_run_options *options, int64_t T, int64_t B, int32_t *lengths, Real *weight) {
+  const int32_t *given = options ? options->lengths : nullptr;
+  int64_t valid = 0;
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t len = given ? given[b] : T;
+    if (len < 1 || len > T) {
+      last_error() = "lengths[" + std::to_string(b) + "] = " + std::to_string(len) + " is not in 1.." + std::to_string(T) +
+                     " (T = " + std::to_string(T) + ")";
+      return false;
+    }
+    lengths[b] = static_cast<int32_t>(len);
+    valid += len;
+  }
+  *weight = static_cast<Real>(static_cast<double>(T * B) / static_cast<double>(valid));
+  return true;
+}
+
 /// Every index in [0, range); else the error names the input and the position.
 inline bool check_indices(const int32_t *x, int64_t n, int64_t range, const char *input) {
   for (int64_t i = 0; i < n; ++i)

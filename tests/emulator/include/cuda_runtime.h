@@ -5,6 +5,7 @@
 #include "emulator.h"
 
 #include <memory>
+#include <vector>
 
 enum cudaError {
   cudaSuccess = 0,
@@ -122,7 +123,15 @@ inline cudaError_t cudaFree(void *p) {
     }
   return p ? cudaErrorInvalidValue : cudaSuccess;
 }
-inline cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, cudaMemcpyKind, cudaStream_t s) {
+/// From the host the source is read when the call is made, as CUDA stages
+/// pageable memory before cudaMemcpyAsync returns; other copies run in order.
+inline cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, cudaMemcpyKind kind, cudaStream_t s) {
+  if (kind == cudaMemcpyHostToDevice) {
+    auto staged = std::make_shared<std::vector<unsigned char>>(static_cast<const unsigned char *>(src),
+                                                                static_cast<const unsigned char *>(src) + n);
+    return rnnc_emulator::issue(s, [=] { std::memcpy(dst, staged->data(), n); }) ? cudaSuccess
+                                                                                : cudaErrorStreamCaptureImplicit;
+  }
   return rnnc_emulator::issue(s, [=] { std::memmove(dst, src, n); }) ? cudaSuccess : cudaErrorStreamCaptureImplicit;
 }
 /// Queued on stream 0 (the legacy stream: after every blocking stream's
