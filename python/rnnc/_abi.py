@@ -104,6 +104,7 @@ class Library:
         self.has_state_seeds = bool(m.has_state_seeds)
         self.has_backward = bool(m.has_backward)
         self.has_masks = bool(m.has_masks)
+        self.has_lengths = bool(m.has_lengths)
         self.device = m.device
         self._fwd, self._bwd = m.forward, m.backward
 

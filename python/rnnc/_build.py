@@ -68,13 +68,16 @@ def is_path(source):
     return "\n" not in source and "{" not in source
 
 
-def compile_bundle(source, out_dir, *, entity=None, dims=None, target="cpu", forward_only=False):
+def compile_bundle(source, out_dir, *, entity=None, dims=None, target="cpu", forward_only=False, lengths=False):
     """Runs `rnnc compile` on a path or on the text of a .rnn file; returns the bundle's folder.
-    forward_only: `--forward-only`, a bundle without backward whose workspace keeps nothing for it."""
+    forward_only: `--forward-only`, a bundle without backward whose workspace keeps nothing for it;
+    lengths: `--lengths`, forward takes each sequence's length."""
     rnnc = find_rnnc()
     flags = _dim_flags(dims or {}) + (["--entry", entity] if entity else [])
     if forward_only:
         flags.append("--forward-only")
+    if lengths:
+        flags.append("--lengths")
     if is_path(source):
         path = os.fspath(source)
         if not os.path.isfile(path):

@@ -7,8 +7,9 @@ import json
 import os
 import struct
 import tempfile
+import ctypes as C
 import threading
-from typing import List
+from typing import List, Optional
 
 import torch
 from torch import Tensor
@@ -92,12 +93,20 @@ def full_workspace(view):
 
 
 def _forward_impl(model: int, params: Tensor, inputs: List[Tensor], states: List[Tensor], T: int, B: int,
-                  seed: int = -1) -> List[Tensor]:
+                  seed: int = -1, lengths: Optional[Tensor] = None) -> List[Tensor]:
     """Outputs [T, B, w] in order, final states [depth, B, w], the loss (a 0-d tensor), the
     workspace (uint8; what backward reads). The bundle writes them straight into these tensors.
-    seed -1 is evaluation; else training, and dropout and zoneout draw their masks from it."""
+    seed -1 is evaluation; else training, and dropout and zoneout draw their masks from it.
+    lengths: None, or int32 [B] on the CPU (a model compiled with --lengths)."""
     lib = _lookup(model)
     _check_args(lib, params, inputs, states, T, B)
+    if lengths is not None:
+        if not lib.has_lengths:
+            raise RuntimeError(f"{lib.name} was compiled without --lengths: load it with rnnc.load(..., lengths=True)")
+        if lengths.device.type != "cpu" or lengths.dtype != torch.int32 or tuple(lengths.shape) != (B,):
+            raise ValueError(f"{lib.name}: lengths must be int32 [B = {B}] on the CPU, not {lengths.dtype} "
+                             f"{list(lengths.shape)} on {lengths.device}")
+        lengths = lengths.contiguous()
     params = params.contiguous()
     dt, dev = _dtype_of(lib), params.device
     ws = torch.empty(_workspace_bytes(lib, T, B), dtype=torch.uint8, device=dev)
@@ -106,7 +115,8 @@ def _forward_impl(model: int, params: Tensor, inputs: List[Tensor], states: List
     loss = torch.zeros((), dtype=dt, device=dev)
     ins = [x.contiguous() for x in inputs]
     sts = [s.contiguous() for s in states]
-    options = _abi.RunOptions(1, seed, 0) if seed >= 0 else None
+    lp = C.cast(lengths.data_ptr(), C.POINTER(C.c_int32)) if lengths is not None else None
+    options = _abi.RunOptions(1 if seed >= 0 else 0, max(seed, 0), 0, lp) if seed >= 0 or lp else None
     lib.forward(ws.data_ptr(), T, B, params.data_ptr(), [x.data_ptr() for x in ins], _ptrs(sts),
                 _ptrs(outs), _ptrs(finals), loss.data_ptr() if lib.has_loss else None, _stream(dev), options)
     # The workspace leaves as a view of no elements on its storage: autograd keeps it alive, and
@@ -114,7 +124,7 @@ def _forward_impl(model: int, params: Tensor, inputs: List[Tensor], states: List
     return outs + finals + [loss, ws[:0]]
 
 
-def _forward_fake(model, params, inputs, states, T, B, seed=-1):
+def _forward_fake(model, params, inputs, states, T, B, seed=-1, lengths=None):
     lib = _lookup(model)
     dt = _dtype_of(lib)
     result = [params.new_empty(T, B, o.width, dtype=dt) for o in lib.outputs]
@@ -221,7 +231,7 @@ def _backward_rule(ctx, grads):
     param_grads, rest = res[0], res[1:]
     input_grads = [gi if gi.numel() else None for gi in rest[:ctx.n_inputs]]
     initial_grads = list(rest[ctx.n_inputs:]) if ctx.has_states else []
-    return None, param_grads, input_grads, initial_grads, None, None, None
+    return None, param_grads, input_grads, initial_grads, None, None, None, None
 
 
 def _no_double_backward(ctx, *grads):
@@ -321,8 +331,8 @@ class _Source:
     """What a Recurrent compiles its builds from: the text of a .rnn file, its dims and entity
     (rnnc.load), or a bundle written ahead of time (rnnc.load_bundle), which has one build."""
 
-    def __init__(self, text=None, dims=None, entity=None, bundle=None):
-        self.text, self.dims, self.entity = text, dims or {}, entity
+    def __init__(self, text=None, dims=None, entity=None, bundle=None, lengths=False):
+        self.text, self.dims, self.entity, self.lengths = text, dims or {}, entity, lengths
         self.bundles = {}  # (target, forward_only) -> (manifest, files)
         if bundle is not None:
             manifest, files = bundle
@@ -340,7 +350,7 @@ class _Source:
                                    f"(compile one with `rnnc compile --target {target}`)")
             with tempfile.TemporaryDirectory(prefix="rnnc-load-") as work:
                 path = _build.compile_bundle(self.text, work, entity=self.entity, dims=self.dims, target=target,
-                                             forward_only=forward_only)
+                                             forward_only=forward_only, lengths=self.lengths)
                 self.bundles[key] = _build.read_bundle(path)
         return self.bundles[key]
 
@@ -437,7 +447,27 @@ class Recurrent(torch.nn.Module):
     def states(self):
         return {s.name: (s.depth, s.width) for s in self._lib.states}
 
-    def forward(self, *inputs, state=None, batch_first=False):
+    def forward(self, *inputs, state=None, batch_first=False, lengths=None):
+        """inputs [T, B, n] ([B, T, n] with batch_first; [T, B] for an index), or
+        PackedSequences (then the outputs are PackedSequences too); lengths: each
+        sequence's steps ([B] ints, 1..T; a model loaded with lengths=True), as
+        docs/lengths.md says: outputs zero past the end, final states after each
+        sequence's last step, the loss a mean over the valid steps."""
+        packed = [isinstance(x, torch.nn.utils.rnn.PackedSequence) for x in inputs]
+        if any(packed):
+            if not all(packed) or lengths is not None or batch_first:
+                raise TypeError("PackedSequence inputs: every input packed, and no lengths= or batch_first")
+            padded = [torch.nn.utils.rnn.pad_packed_sequence(x) for x in inputs]
+            lengths = padded[0][1]
+            if any(not torch.equal(n, lengths) for _, n in padded):
+                raise ValueError("the packed inputs have different lengths")
+            out, final = self.forward(*[x for x, _ in padded], state=state, lengths=lengths)
+            pack = lambda y: torch.nn.utils.rnn.pack_padded_sequence(y, lengths, enforce_sorted=False)  # noqa: E731
+            if isinstance(out, tuple):
+                out = tuple(pack(y) if y.dim() == 3 else y for y in out)
+            else:
+                out = pack(out) if out.dim() == 3 else out
+            return out, final
         p = self._param_probe()
         dev, dt = p.device, p.dtype
         pair = self._fast.get((dt, dev))
@@ -502,6 +532,17 @@ class Recurrent(torch.nn.Module):
                 elif v.device != dev:
                     raise ValueError(f"state '{s.name}' is on {v.device}; this {lib.name} is on {dev}")
                 states.append(v.contiguous())
+        if lengths is not None:
+            if not lib.has_lengths:
+                raise RuntimeError(f"{lib.name} was loaded without lengths: rnnc.load(..., lengths=True) compiles "
+                                   "it with --lengths")
+            lengths = torch.as_tensor(lengths).to("cpu", torch.int64)
+            if tuple(lengths.shape) != (B,):
+                raise ValueError(f"lengths must be [B = {B}], not {list(lengths.shape)}")
+            # Traced, the bundle checks them (forward fails with the length named).
+            if not tracing and lengths.numel() and (int(lengths.min()) < 1 or int(lengths.max()) > T):
+                raise ValueError(f"every length must be in 1..T (T = {T}), not {lengths.tolist()}")
+            lengths = lengths.to(torch.int32)
         params = self._flat_params()
         need_grad = torch.is_grad_enabled() and (params.requires_grad or any(x.requires_grad for x in xs) or
                                                  any(v.requires_grad for v in states))
@@ -516,7 +557,7 @@ class Recurrent(torch.nn.Module):
         seed = -1
         if self.training and lib.has_masks:
             seed = int(torch.randint(0, 2**62, (), dtype=torch.int64).item())
-        res = (_BINDING or binding()).forward(run.address, params, xs, states, int(T), int(B), seed)
+        res = (_BINDING or binding()).forward(run.address, params, xs, states, int(T), int(B), seed, lengths)
         n_out = len(lib.outputs)
         outs = res[:n_out]
         if batch_first:
@@ -531,9 +572,10 @@ class Recurrent(torch.nn.Module):
         return f"{self._manifest['model']}"
 
 
-def load(source, *, entity=None, dtype=torch.float32, device="cpu", seed=0, **dims):
+def load(source, *, entity=None, dtype=torch.float32, device="cpu", seed=0, lengths=False, **dims):
     """Compiles `source` (a path or the text of a .rnn file) and returns its Recurrent on `device`
-    (the CPU, or CUDA: the bundle is built with nvcc)."""
+    (the CPU, or CUDA: the bundle is built with nvcc). lengths=True compiles it with --lengths:
+    forward then takes lengths= or PackedSequences (docs/lengths.md)."""
     device = torch.device(device)
     if device.type not in ("cpu", "cuda"):
         raise NotImplementedError(f"device {device}: rnnc runs on the CPU and on CUDA")
@@ -547,10 +589,10 @@ def load(source, *, entity=None, dtype=torch.float32, device="cpu", seed=0, **di
             text = f.read()
     else:
         text = source
-    src = _Source(text, dims, entity)
+    src = _Source(text, dims, entity, lengths=lengths)
     with tempfile.TemporaryDirectory(prefix="rnnc-load-") as work:
         src.bundles[("cpu", False)] = _build.read_bundle(
-            _build.compile_bundle(source, work, entity=entity, dims=dims, target="cpu"))
+            _build.compile_bundle(source, work, entity=entity, dims=dims, target="cpu", lengths=lengths))
         path = os.fspath(source) if _build.is_path(source) else os.path.join(work, "cell.rnn")
         init = _read_safetensors(_build.init_params(path, dims, entity, seed, work))
     rec = Recurrent(src, dtype, init)

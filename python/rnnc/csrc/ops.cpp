@@ -1,6 +1,7 @@
 // The rnnc torch ops in C++ (the package's default binding; docs/torch.md):
-//   rnnc::forward(model, params, inputs, states, T, B, seed) -> outputs + final states + [loss, ws]
-//     (seed -1: evaluation; else training, dropout and zoneout draw their masks from it)
+//   rnnc::forward(model, params, inputs, states, T, B, seed, lengths) -> outputs + final states + [loss, ws]
+//     (seed -1: evaluation; else training, dropout and zoneout draw their masks from it; lengths:
+//     none, or int32 [B] on the CPU, each sequence's steps, for a model compiled with --lengths)
 //   rnnc::backward(model, ws, params, output_grads, state_grads, loss_grad, T, B)
 //       -> [param grads] + input grads + initial-state grads
 //   rnnc::register_model(model): the ops take only tables registered here.
@@ -97,9 +98,18 @@ void checkArgs(const rnnc_model *m, const Tensor &params, at::TensorList inputs,
 }
 
 std::vector<Tensor> forwardKernel(int64_t model, const Tensor &params_, at::TensorList inputs, at::TensorList states,
-                                  int64_t T, int64_t B, int64_t seed) {
+                                  int64_t T, int64_t B, int64_t seed, const std::optional<Tensor> &lengths_) {
   const rnnc_model *m = lookup(model);
   checkArgs(m, params_, inputs, states, T, B);
+  Tensor lengths;
+  if (lengths_ && lengths_->defined()) {
+    TORCH_CHECK(m->has_lengths, m->name, " was compiled without --lengths: load it with rnnc.load(..., lengths=True)");
+    TORCH_CHECK(lengths_->device().is_cpu() && lengths_->scalar_type() == at::kInt && lengths_->dim() == 1 &&
+                    lengths_->size(0) == B,
+                m->name, ": lengths must be int32 [B = ", B, "] on the CPU, not ", lengths_->scalar_type(), " ",
+                lengths_->sizes(), " on ", lengths_->device());
+    lengths = lengths_->contiguous();
+  }
   auto real = params_.options().dtype(realType(m));
   Tensor params = params_.contiguous();
   int64_t wsBytes = m->workspace_bytes(T, B);
@@ -128,7 +138,8 @@ std::vector<Tensor> forwardKernel(int64_t model, const Tensor &params_, at::Tens
     sts.push_back(keep.back().data_ptr());
   }
   // seed >= 0: training, dropout and zoneout draw their masks from it; -1: evaluation.
-  const rnnc_run_options options{seed >= 0 ? 1 : 0, static_cast<uint64_t>(seed >= 0 ? seed : 0), 0, nullptr};
+  const rnnc_run_options options{seed >= 0 ? 1 : 0, static_cast<uint64_t>(seed >= 0 ? seed : 0), 0,
+                                 lengths.defined() ? lengths.data_ptr<int32_t>() : nullptr};
   int rc = m->forward(ws.data_ptr(), T, B, params.data_ptr(), ins.data(), sts.empty() ? nullptr : sts.data(),
                       outs.data(), finals.data(), m->has_loss ? loss.data_ptr() : nullptr, &options,
                       streamOf(params.device()));
@@ -270,11 +281,11 @@ c10::OperatorHandle op(const char *name) {
 }
 
 std::vector<Tensor> callForward(int64_t model, const Tensor &params, at::TensorList inputs, at::TensorList states,
-                                int64_t T, int64_t B, int64_t seed) {
+                                int64_t T, int64_t B, int64_t seed, const std::optional<Tensor> &lengths) {
   static auto handle = op("rnnc::forward")
                            .typed<std::vector<Tensor>(int64_t, const Tensor &, at::TensorList, at::TensorList,
-                                                      int64_t, int64_t, int64_t)>();
-  return handle.call(model, params, inputs, states, T, B, seed);
+                                                      int64_t, int64_t, int64_t, const std::optional<Tensor> &)>();
+  return handle.call(model, params, inputs, states, T, B, seed, lengths);
 }
 
 std::vector<Tensor> callBackward(int64_t model, const Tensor &ws, const Tensor &params, at::TensorList outputGrads,
@@ -288,14 +299,16 @@ std::vector<Tensor> callBackward(int64_t model, const Tensor &ws, const Tensor &
 class Forward : public torch::autograd::Function<Forward> {
 public:
   static variable_list forward(AutogradContext *ctx, int64_t model, const Tensor &params, at::TensorList inputs,
-                               at::TensorList states, int64_t T, int64_t B, int64_t seed) {
+                               at::TensorList states, int64_t T, int64_t B, int64_t seed,
+                               const std::optional<Tensor> &lengths) {
     std::vector<Tensor> res;
     {
       at::AutoDispatchBelowADInplaceOrView guard;
-      res = callForward(model, params, inputs, states, T, B, seed);
+      res = callForward(model, params, inputs, states, T, B, seed, lengths);
     }
     ctx->saved_data["model"] = model;
     ctx->saved_data["seed"] = seed; // a forward run again draws the same masks
+    if (lengths && lengths->defined()) ctx->saved_data["lengths"] = *lengths;
     ctx->saved_data["T"] = T;
     ctx->saved_data["B"] = B;
     ctx->saved_data["n_inputs"] = (int64_t)inputs.size();
@@ -325,7 +338,9 @@ public:
     if (inPlace && ctx->saved_data["used"].toBool()) {
       at::AutoDispatchBelowADInplaceOrView guard;
       std::vector<Tensor> ins(saved.begin() + 2, saved.begin() + 2 + nIn), sts(saved.begin() + 2 + nIn, saved.end());
-      ws = callForward(model, params, ins, sts, T, B, ctx->saved_data["seed"].toInt()).back();
+      std::optional<Tensor> lengths;
+      if (ctx->saved_data.count("lengths")) lengths = ctx->saved_data["lengths"].toTensor();
+      ws = callForward(model, params, ins, sts, T, B, ctx->saved_data["seed"].toInt(), lengths).back();
     }
     if (inPlace) ctx->saved_data["used"] = true;
     Tensor empty = at::empty({0}, params.options());
@@ -345,6 +360,7 @@ public:
     out.emplace_back(); // T
     out.emplace_back(); // B
     out.emplace_back(); // seed
+    out.emplace_back(); // lengths
     return out;
   }
 };
@@ -364,8 +380,8 @@ public:
 };
 
 std::vector<Tensor> forwardAutograd(int64_t model, const Tensor &params, at::TensorList inputs, at::TensorList states,
-                                    int64_t T, int64_t B, int64_t seed) {
-  return Forward::apply(model, params, inputs, states, T, B, seed);
+                                    int64_t T, int64_t B, int64_t seed, const std::optional<Tensor> &lengths) {
+  return Forward::apply(model, params, inputs, states, T, B, seed, lengths);
 }
 
 std::vector<Tensor> backwardAutograd(int64_t model, const Tensor &ws, const Tensor &params, at::TensorList outputGrads,
@@ -381,7 +397,8 @@ std::vector<Tensor> backwardAutograd(int64_t model, const Tensor &ws, const Tens
 
 TORCH_LIBRARY(rnnc, m) {
   m.def("register_model(int model) -> ()", &registerModel);
-  m.def("forward(int model, Tensor params, Tensor[] inputs, Tensor[] states, int T, int B, int seed=-1) -> Tensor[]");
+  m.def("forward(int model, Tensor params, Tensor[] inputs, Tensor[] states, int T, int B, int seed=-1, "
+        "Tensor? lengths=None) -> Tensor[]");
   m.def("backward(int model, Tensor ws, Tensor params, Tensor[] output_grads, Tensor[] state_grads, "
         "Tensor loss_grad, int T, int B) -> Tensor[]");
 }
