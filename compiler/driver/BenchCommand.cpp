@@ -31,9 +31,10 @@ struct Timing {
   int64_t workspaceBytes = 0;
 };
 
-/// Forward alone and forward + backward of m, `runs` times after `warmup`.
+/// Forward alone and forward + backward of m, `runs` times after `warmup`;
+/// with `lengths` (a --lengths build), sequences of those lengths.
 std::optional<Timing> timeModel(const rnnc_model &m, const Elaboration &e, int64_t T, int64_t B, int runs, int warmup,
-                                int64_t maxMemory) {
+                                int64_t maxMemory, const std::vector<int32_t> &lengths) {
   // The workspace, params and their gradients, inputs and seeds, all checked
   // against the machine before anything is allocated.
   rt::PlanParts parts;
@@ -94,7 +95,7 @@ std::optional<Timing> timeModel(const rnnc_model &m, const Elaboration &e, int64
   for (int i = 0; i < warmup + runs; ++i) {
     auto t0 = clock::now();
     // Training mode: a step of training draws its masks (a model without any ignores it).
-    const rnnc_run_options options{1, 0, static_cast<uint64_t>(i), nullptr};
+    const rnnc_run_options options{1, 0, static_cast<uint64_t>(i), lengths.empty() ? nullptr : lengths.data()};
     if (m.forward(ws, T, B, dParams, inputs.data(), nullptr, nullptr, nullptr, nullptr, &options, nullptr) != 0 ||
         m.synchronize(nullptr) != 0) {
       fmt::print(stderr, "rnnc: error: {}\n", m.last_error());
@@ -124,6 +125,7 @@ struct BenchOptions {
   bool json = false;
   bool onlyOptimized = false; // skip the -O0 column
   int64_t maxMemory = 0;      // --max-memory in bytes; 0: the machine's physical memory
+  int64_t minLength = 0;      // --min-length: a --lengths build, lengths uniform in [min, T]; 0: none
 };
 
 class BenchCommand : public Command {
@@ -142,6 +144,9 @@ public:
     cmd.add_flag("--tf32", cuda_.tf32, "cuda: float GEMMs may use TF32 tensor cores");
     cmd.add_flag("--cuda-graphs", cuda_.cudaGraphs, "cuda: replay each loop as a CUDA graph");
     cmd.add_flag("--no-baseline", c.onlyOptimized, "skip the -O0 build");
+    cmd.add_option("--min-length", c.minLength,
+                   "compile with --lengths and run sequences of lengths drawn uniformly in [MIN, T] (docs/lengths.md)")
+        ->check(CLI::Range(int64_t(1), int64_t(1) << 24));
     addMaxMemory(cmd, c.maxMemory);
   }
 
@@ -152,8 +157,20 @@ public:
       fmt::print(stderr, "rnnc: error: --batch, --seq and --runs must be at least 1\n");
       return 1;
     }
+    if (c.minLength > c.seq) {
+      fmt::print(stderr, "rnnc: error: --min-length {} is above --seq {}\n", c.minLength, c.seq);
+      return 1;
+    }
     CompileOptions o;
     if (!compileOptionsOf(common_, o)) return 1;
+    o.lengths = c.minLength > 0;
+    std::vector<int32_t> lengths;
+    std::mt19937_64 draw(3);
+    int64_t valid = 0;
+    for (int64_t b = 0; c.minLength > 0 && b < c.batch; ++b) {
+      lengths.push_back(static_cast<int32_t>(c.minLength + static_cast<int64_t>(draw() % (c.seq - c.minLength + 1))));
+      valid += lengths.back();
+    }
     auto device = resolveDevice(device_);
     if (!device) return 1;
     auto program = checkProgram(common_.file, o);
@@ -166,6 +183,7 @@ public:
     out["threads"] = threads && std::atoi(threads) > 0 ? std::atoi(threads) : static_cast<int>(std::thread::hardware_concurrency());
     out["runs"] = c.runs;
     out["device"] = codegen::targetName(*device);
+    if (!lengths.empty()) out["valid_fraction"] = static_cast<double>(valid) / static_cast<double>(c.seq * c.batch);
     std::vector<std::pair<std::string, bool>> variants = {{"optimized", true}};
     if (!c.onlyOptimized) variants.push_back({"O0", false});
     std::map<std::string, Timing> timings;
@@ -176,7 +194,7 @@ public:
       o.optimize = optimize;
       const rnnc_model *m = loadEngine(*program, o, *device, cuda_);
       if (!m) return 1;
-      auto t = timeModel(*m, *program->entity, c.seq, c.batch, c.runs, c.warmup, c.maxMemory);
+      auto t = timeModel(*m, *program->entity, c.seq, c.batch, c.runs, c.warmup, c.maxMemory, lengths);
       if (!t) return 1;
       timings[label] = *t;
       int64_t paramBytes = m->param_elements * 4;
@@ -194,8 +212,10 @@ public:
       fmt::print("{}\n", out.dump(2));
       return 0;
     }
-    fmt::print("{}: B = {}, T = {}, {}, median of {} runs\n", out["model"].get<std::string>(), c.batch, c.seq,
-               *device == codegen::Target::Cuda ? std::string("CUDA") : fmt::format("{} threads", out["threads"].get<int>()), c.runs);
+    fmt::print("{}: B = {}, T = {}, {}, median of {} runs{}\n", out["model"].get<std::string>(), c.batch, c.seq,
+               *device == codegen::Target::Cuda ? std::string("CUDA") : fmt::format("{} threads", out["threads"].get<int>()), c.runs,
+               lengths.empty() ? "" : fmt::format(", lengths in [{}, {}]: {:.1f}% of the steps valid", c.minLength, c.seq,
+                                                 100.0 * out["valid_fraction"].get<double>()));
     fmt::print("  {:<10} {:>12} {:>14} {:>14} {:>14}\n", "", "forward ms", "fwd+bwd ms", "tokens/s", "workspace MB");
     for (const auto &[label, optimize] : variants) {
       const Timing &t = timings[label];

@@ -1,0 +1,21 @@
+#!/bin/bash
+# The cost of sequences of their own lengths on the CPU (docs/benchmarks/cpu.md#sequence-lengths):
+# an LSTM (I = H = 256, T = 100, B = 32) compiled without --lengths, with --lengths and every
+# sequence T steps long, and with lengths uniform in [T/4, T] (`rnnc bench --min-length`).
+# Alternating rounds, one line each: forward ms, fwd+bwd ms, tokens/s, workspace MB.
+# usage: tools/bench-lengths.sh [RNNC] [ROUNDS]
+set -euo pipefail
+rnnc=${1:-build/rnnc}
+rounds=${2:-5}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+export RNNC_CACHE=$work/cache
+args=(samples/lstm.rnn -D I=256 -D H=256 --batch 32 --seq 100 --runs 10 --no-baseline)
+grep -m1 "model name" /proc/cpuinfo
+"$rnnc" bench "${args[@]}" --min-length 25 --runs 1 | head -1
+echo "round variant  forward_ms fwd+bwd_ms tokens/s workspace_MB"
+for r in $(seq "$rounds"); do
+  echo "$r plain $("$rnnc" bench "${args[@]}" | grep optimized | sed 's/ *optimized *//')"
+  echo "$r full $("$rnnc" bench "${args[@]}" --min-length 100 | grep optimized | sed 's/ *optimized *//')"
+  echo "$r uniform $("$rnnc" bench "${args[@]}" --min-length 25 | grep optimized | sed 's/ *optimized *//')"
+done
