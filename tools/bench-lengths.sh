@@ -10,12 +10,12 @@ rounds=${2:-5}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export RNNC_CACHE=$work/cache
-args=(samples/lstm.rnn -D I=256 -D H=256 --batch 32 --seq 100 --runs 10 --no-baseline)
+args=(samples/lstm.rnn -D I=256 -D H=256 --batch 32 --seq 100 --no-baseline)
 grep -m1 "model name" /proc/cpuinfo
-"$rnnc" bench "${args[@]}" --min-length 25 --runs 1 | head -1
+"$rnnc" bench "${args[@]}" --min-length 25 --runs 1 --warmup 0 | head -1
 echo "round variant  forward_ms fwd+bwd_ms tokens/s workspace_MB"
 for r in $(seq "$rounds"); do
-  echo "$r plain $("$rnnc" bench "${args[@]}" | grep optimized | sed 's/ *optimized *//')"
-  echo "$r full $("$rnnc" bench "${args[@]}" --min-length 100 | grep optimized | sed 's/ *optimized *//')"
-  echo "$r uniform $("$rnnc" bench "${args[@]}" --min-length 25 | grep optimized | sed 's/ *optimized *//')"
+  echo "$r plain $("$rnnc" bench "${args[@]}" --runs 10 | grep optimized | sed 's/ *optimized *//')"
+  echo "$r full $("$rnnc" bench "${args[@]}" --runs 10 --min-length 100 | grep optimized | sed 's/ *optimized *//')"
+  echo "$r uniform $("$rnnc" bench "${args[@]}" --runs 10 --min-length 25 | grep optimized | sed 's/ *optimized *//')"
 done
