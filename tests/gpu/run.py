@@ -107,10 +107,11 @@ def no_gpu_reason(rnnc, samples, env):
     return None  # a GPU is there: the cases report what went wrong
 
 
-def case(rnnc, path, env, cuda_flags=(), cpu_flags=(), T=T, tol=TOL):
-    """CPU once, CUDA twice, on the same files; compare."""
+def case(rnnc, path, env, cuda_flags=(), cpu_flags=(), T=T, tol=TOL, lengths=None):
+    """CPU once, CUDA twice, on the same files; compare. lengths: each sequence's (`--lengths`)."""
     name = os.path.basename(path)[:-4]
-    label = " ".join([name, *cuda_flags] + ([f"T={T}"] if cuda_flags else []))
+    label = " ".join([name, *cuda_flags] + ([f"T={T}"] if cuda_flags else []) +
+                     ([f"lengths={','.join(map(str, lengths))}"] if lengths else []))
 
     def fn():
         dims, info = nl.small_dims(rnnc, path)
@@ -135,6 +136,9 @@ def case(rnnc, path, env, cuda_flags=(), cpu_flags=(), T=T, tol=TOL):
         base = [path, *nl.dim_args(dims), "--params", params, "--dtype", "f32"]
         for arg in save("input", nl.random_inputs(info, rng, T, B)):
             base += ["--input", arg]
+        if lengths:
+            np.save(os.path.join(work, "lengths.npy"), np.array(lengths, dtype=np.int32))
+            base += ["--lengths", os.path.join(work, "lengths.npy")]
 
         def run(device, out, extra):
             flags = list(cuda_flags if device == "cuda" else cpu_flags)
@@ -223,6 +227,13 @@ def main():
         if os.path.exists(masks):
             train = ["--mode", "train", "--seed", "5"]
             cases.append(case(rnnc, masks, env, train, train))
+        # Sequences of their own lengths: a bidirectional model (two streams), and a scan.
+        for name, flags, steps in (("bitagger", [], T), ("mingru", SCAN, 64)):
+            path = os.path.join(samples, name + ".rnn")
+            if os.path.exists(path):
+                lengths = [steps] + [1 + (7 * b + 3) % steps for b in range(1, B)]
+                cases.append(case(rnnc, path, env, flags, ["--time-parallel", "off"] if flags else [], steps,
+                                  lengths=lengths))
         cases = [c for c in cases if args.k in c[0]]
         if not cases:
             print(f"no samples in {samples}" + (f" matching -k {args.k}" if args.k else ""))
