@@ -28,6 +28,9 @@ public:
     c.add_option("--device", device_, "auto, cpu or cuda")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
     c.add_option("--batch", t.batch, "B: sequences trained in parallel")->check(CLI::Range(int64_t(1), int64_t(1) << 20));
     c.add_option("--bptt", t.bptt, "T: steps per segment (truncated BPTT)")->check(CLI::Range(int64_t(1), int64_t(1) << 24));
+    c.add_option("--min-bptt", t.min_bptt,
+                 "text: each sequence's segment runs a length drawn uniformly in [MIN, T] (compiles with --lengths)")
+        ->check(CLI::Range(int64_t(1), int64_t(1) << 24));
     c.add_option("--steps", t.steps, "optimizer steps in all (a resumed run counts the steps before it)")
         ->check(CLI::Range(int64_t(1), int64_t(1) << 40));
     c.add_option("--optimizer", t.optimizer, "adam or sgd (with momentum)")->check(CLI::IsMember({"adam", "sgd"}));
@@ -60,6 +63,7 @@ public:
   int run() override {
     CompileOptions o;
     if (!compileOptionsOf(common_, o)) return 1;
+    o.lengths = train_.min_bptt > 0;
     auto device = resolveDevice(device_);
     if (!device) return 1;
     auto program = loadForTask(common_.file, o, train_.task);

@@ -83,14 +83,18 @@ bool PortBinder::output(const std::function<bool(const rnnc_tensor &)> &fits, co
 }
 
 std::unique_ptr<Task> makeTask(const std::string &spec, const rnnc_model &m, int64_t T, int64_t B, uint64_t seed,
-                               std::string &error) {
+                               std::string &error, int64_t least) {
   if (T < 1 || B < 1) {
     error = fmt::format("the batch and the BPTT length must be positive, not {} and {}", B, T);
     return nullptr;
   }
+  if (least && spec.rfind("text:", 0) != 0) {
+    error = fmt::format("--min-bptt goes with the text task (text:PATH), not {}", spec);
+    return nullptr;
+  }
   if (spec == "adding") return makeAddingTask(m, T, B, seed, error);
   if (spec == "copy") return makeCopyTask(m, T, B, seed, error);
-  if (spec.rfind("text:", 0) == 0) return makeTextTask(spec.substr(5), m, T, B, seed, error);
+  if (spec.rfind("text:", 0) == 0) return makeTextTask(spec.substr(5), m, T, B, seed, least, error);
   error = fmt::format("unknown task '{}' (expected adding, copy or text:PATH)", spec);
   return nullptr;
 }

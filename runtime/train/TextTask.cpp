@@ -9,6 +9,12 @@
 //      a segment into the next.
 //   4. When a stream has fewer than T+1 bytes left, all streams start over at
 //      0 and the carried states are reset (wrapped() says so).
+//   5. With a least length (`rnnc train --min-bptt`), each stream's segment
+//      runs a length drawn uniformly in [least, T] (Segment::lengths; a
+//      --lengths build carries the state after its last step) and the stream
+//      moves on by that length. The lengths of segment k are a hash of (seed,
+//      k, stream), so the position saved is k, the segments since the streams
+//      last started over, and each stream's offset is replayed from it.
 // Metric: bits per character, the loss (nats, a mean) / ln 2.
 #include "train/TaskPorts.h"
 
@@ -16,6 +22,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 
@@ -27,11 +34,14 @@ constexpr uint64_t kMaxTextBytes = 1ull << 30;
 class TextTask final : public Task {
 public:
   TextTask(const rnnc_model &m, int64_t T, int64_t B, uint64_t seed, std::string path, std::vector<uint8_t> text,
-           int64_t vocabulary, double bits, int tokens, int targets)
+           int64_t vocabulary, double bits, int tokens, int targets, int64_t least)
       : Task(m, T, B, seed), path_(std::move(path)), text_(std::move(text)), vocabulary_(vocabulary), bits_(bits),
-        stream_(static_cast<int64_t>(text_.size()) / B), tokens_(tokens), targets_(targets) {}
+        stream_(static_cast<int64_t>(text_.size()) / B), tokens_(tokens), targets_(targets), least_(least),
+        seed_(seed), offsets_(static_cast<size_t>(B), 0) {}
 
-  std::string spec() const override { return "text:" + path_; }
+  std::string spec() const override {
+    return least_ ? fmt::format("text:{} --min-bptt {}", path_, least_) : "text:" + path_;
+  }
   std::string metricName() const override { return "bpc"; }
   bool carriesState() const override { return true; }
   bool wrapped() const override { return wrapped_; }
@@ -40,27 +50,49 @@ public:
   double unigramBits() const override { return bits_; }
 
   bool setPosition(int64_t position, std::string &error) override {
-    if (position < 0 || position > stream_) {
+    const int64_t most = least_ ? stream_ / least_ : stream_; // segments: each moves a stream on by least_ or more
+    if (position < 0 || position > most) {
       error = fmt::format("data position {} is outside the streams of {} bytes of {}", position, stream_, path_);
       return false;
     }
     position_ = position;
+    if (least_) { // replay the lengths of the segments since the start
+      std::fill(offsets_.begin(), offsets_.end(), 0);
+      for (int64_t k = 0; k < position; ++k)
+        for (int64_t b = 0; b < B_; ++b) offsets_[static_cast<size_t>(b)] += length(k, b);
+    }
     return true;
   }
 
   void next(Segment &s) override {
     shape(s);
-    wrapped_ = position_ + T_ + 1 > stream_;
-    if (wrapped_) position_ = 0;
+    if (!least_) {
+      wrapped_ = position_ + T_ + 1 > stream_;
+      if (wrapped_) position_ = 0;
+      std::fill(offsets_.begin(), offsets_.end(), position_);
+    } else {
+      wrapped_ = *std::max_element(offsets_.begin(), offsets_.end()) + T_ + 1 > stream_;
+      if (wrapped_) {
+        position_ = 0;
+        std::fill(offsets_.begin(), offsets_.end(), 0);
+      }
+      s.lengths.resize(static_cast<size_t>(B_));
+      for (int64_t b = 0; b < B_; ++b) s.lengths[static_cast<size_t>(b)] = static_cast<int32_t>(length(position_, b));
+    }
     int32_t *x = s.index[tokens_].data(), *y = s.index[targets_].data();
     for (int64_t t = 0; t < T_; ++t) {
-      for (int64_t b = 0; b < B_; ++b) {
-        const uint8_t *at = text_.data() + b * stream_ + position_ + t;
+      for (int64_t b = 0; b < B_; ++b) { // past a sequence's length: the text that follows (unused)
+        const uint8_t *at = text_.data() + b * stream_ + offsets_[static_cast<size_t>(b)] + t;
         x[t * B_ + b] = at[0];
         y[t * B_ + b] = at[1];
       }
     }
-    position_ += T_;
+    if (!least_) {
+      position_ += T_;
+      return;
+    }
+    for (int64_t b = 0; b < B_; ++b) offsets_[static_cast<size_t>(b)] += s.lengths[static_cast<size_t>(b)];
+    ++position_;
   }
 
   double metric(const float *, double loss) const override { return loss / std::log(2.0); }
@@ -71,8 +103,21 @@ private:
   int64_t vocabulary_;
   double bits_;
   int64_t stream_;  // L
+  /// Stream b's length in segment k: uniform in [least_, T] from a hash of (seed, k, b).
+  int64_t length(int64_t k, int64_t b) const {
+    uint64_t h = seed_ ^ (0x9e3779b97f4a7c15ull * static_cast<uint64_t>(k + 1)) ^
+                 (0xc2b2ae3d27d4eb4full * static_cast<uint64_t>(b + 1));
+    h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull; // splitmix64's finalizer
+    h = (h ^ (h >> 27)) * 0x94d049bb133111ebull;
+    h ^= h >> 31;
+    return least_ + static_cast<int64_t>(h % static_cast<uint64_t>(T_ - least_ + 1));
+  }
+
   int tokens_, targets_;
-  int64_t position_ = 0;
+  int64_t least_;               // 0: every segment T steps
+  uint64_t seed_;
+  std::vector<int64_t> offsets_; // each stream's offset at the next segment
+  int64_t position_ = 0;        // the offset (bytes) of every stream, or with least_ the segments since the start
   bool wrapped_ = false;
 };
 
@@ -103,7 +148,15 @@ bool readText(const std::string &path, int64_t T, int64_t B, std::vector<uint8_t
 }  // namespace
 
 std::unique_ptr<Task> makeTextTask(const std::string &path, const rnnc_model &m, int64_t T, int64_t B, uint64_t seed,
-                                   std::string &error) {
+                                   int64_t least, std::string &error) {
+  if (least < 0 || least > T) {
+    error = fmt::format("--min-bptt {} is not in 1..{} (the --bptt)", least, T);
+    return nullptr;
+  }
+  if (least && !m.has_lengths) {
+    error = fmt::format("--min-bptt needs a model compiled with --lengths; '{}' was not", m.name);
+    return nullptr;
+  }
   if (path.empty()) {
     error = "task text needs a file: text:PATH";
     return nullptr;
@@ -150,7 +203,7 @@ std::unique_ptr<Task> makeTextTask(const std::string &path, const rnnc_model &m,
   if (!ports.allBound(error) ||
       !ports.output(covers, fmt::format("logits of width at least the vocabulary size {}", vocabulary), error))
     return nullptr;
-  return std::make_unique<TextTask>(m, T, B, seed, path, std::move(text), vocabulary, bits, tokens, targets);
+  return std::make_unique<TextTask>(m, T, B, seed, path, std::move(text), vocabulary, bits, tokens, targets, least);
 }
 
 }  // namespace rnnc::rt

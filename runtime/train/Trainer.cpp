@@ -209,7 +209,7 @@ bool trainChecked(const rnnc_model &m, std::vector<float> &params, const TrainOp
   if (!checkTrainingPlan(m, o, error)) return false;
   Run r{m, o, params, nullptr, nullptr, {}, 0};
   const int64_t T = o.bptt, B = o.batch;
-  r.task = makeTask(o.task, m, T, B, o.seed, error);
+  r.task = makeTask(o.task, m, T, B, o.seed, error, o.min_bptt);
   if (!r.task) return false;
   r.opt = makeOptimizer(o.optimizer, m.param_elements, o.lr, o.momentum, error);
   if (!r.opt) return false;
@@ -277,7 +277,9 @@ bool trainChecked(const rnnc_model &m, std::vector<float> &params, const TrainOp
       if (!moved(mem.upload(dStates[k], r.carry[k].data(), static_cast<int64_t>(r.carry[k].size()) * 4))) return false;
     if (!moved(mem.upload(dParams, params.data(), paramBytes))) return false;
     // Training mode: each step draws its own masks (dropout, zoneout) from the run's seed.
-    const rnnc_run_options options{1, o.seed, static_cast<uint64_t>(step), nullptr};
+    // Text with --min-bptt: each sequence's length (a --lengths build carries the state after it).
+    const rnnc_run_options options{1, o.seed, static_cast<uint64_t>(step),
+                                   segment.lengths.empty() ? nullptr : segment.lengths.data()};
     if (m.forward(ws, T, B, dParams, inputs.data(), r.carry.empty() ? nullptr : states.data(), dOutputs.data(),
                   dFinals.data(), nullptr, &options, nullptr)) {
       error = fmt::format("model '{}': forward failed at step {}: {}", m.name, step, m.last_error());

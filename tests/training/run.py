@@ -100,6 +100,31 @@ def check_resume(rnnc, work, env):
     return "40 losses and the final checkpoint identical"
 
 
+def check_min_bptt(rnnc, work, env):
+    """Text with sequences of random lengths (--min-bptt, a --lengths build): it learns, a resumed
+    run replays the same lengths (the same losses), and it is refused where it does not apply."""
+    corpus = docs_corpus(work)
+    base = [rnnc, "train", os.path.join(SAMPLES, "gru.rnn"), "-D", "I=32", "-D", "H=64", "--task", f"text:{corpus}",
+            "--bptt", "24", "--min-bptt", "6", "--batch", "8", "--seed", "5", "--lr", "0.005", "--quiet"]
+    whole, first, second = (os.path.join(work, n) for n in ("mb-whole.csv", "mb-first.csv", "mb-second.csv"))
+    ck = os.path.join(work, "mb.ckpt")
+    run(base + ["--steps", "60", "--log", whole], env)
+    run(base + ["--steps", "30", "--log", first, "--save", ck], env)
+    run(base + ["--steps", "60", "--log", second, "--resume", ck], env)
+    a, b = losses(whole), losses(first) + losses(second)
+    assert len(a) == 60 and a == b, f"--min-bptt: resumed losses differ:\n{a}\n{b}"
+    assert float(a[-1]) < float(a[0]), f"--min-bptt: the loss did not fall: {a[0]} -> {a[-1]}"
+    plain = [b_ for b_ in base if b_ not in ("--min-bptt", "6")]
+    err = run(plain + ["--steps", "40", "--resume", ck], env, expect=1)
+    assert "source hash" in err or "task" in err, f"a --min-bptt checkpoint resumed without it: {err[-500:]}"
+    err = run([rnnc, "train", os.path.join(SAMPLES, "gru.rnn"), "-D", "I=8", "-D", "H=8", "--task", "adding",
+               "--min-bptt", "3", "--steps", "2"], env, expect=1)
+    assert "--min-bptt goes with the text task" in err, err
+    err = run(plain + ["--steps", "2", "--min-bptt", "30"], env, expect=1)
+    assert "--min-bptt 30 is not in 1..24" in err, err
+    return f"loss {float(a[0]):.3f} -> {float(a[-1]):.3f} in 60 steps, resumed identically; misuse refused"
+
+
 def check_refused(rnnc, work, env):
     base = [rnnc, "train", os.path.join(SAMPLES, "gru.rnn"), "-D", "I=8", "-D", "H=32", "--task", "adding",
             "--bptt", "20", "--batch", "8", "--quiet", "--steps", "30"]
@@ -317,7 +342,7 @@ def main():
     failed = 0
     try:
         for name, check in (("adding", check_adding), ("text", check_text), ("resume", check_resume),
-                            ("refused", check_refused), ("nonfinite", check_nonfinite), ("memory", check_memory),
+                            ("min-bptt", check_min_bptt), ("refused", check_refused), ("nonfinite", check_nonfinite), ("memory", check_memory),
                             ("determinism", check_determinism), ("sigkill", check_sigkill)):
             try:
                 print(f"PASS {name}: {check(os.path.abspath(args.rnnc), work, env)}", flush=True)

@@ -24,6 +24,7 @@ struct Segment {
   std::vector<std::vector<float>> dense;    // per input (empty for index inputs)
   std::vector<std::vector<int32_t>> index;  // per input (empty for dense inputs)
   std::vector<const void *> pointers;
+  std::vector<int32_t> lengths;             // [B]: each sequence's steps (text --min-bptt); empty: all T
 };
 
 class Task {
@@ -78,7 +79,9 @@ protected:
 /// (dense by width, or index by range; tokens before targets); output 0 is
 /// scored. Any other input, or a port that is missing or too small, is an
 /// error: returns null and sets `error` to one line naming what is wrong.
+/// `least` > 0 (text only, a --lengths build): each segment's sequences run
+/// lengths uniform in [least, T] (Segment::lengths).
 std::unique_ptr<Task> makeTask(const std::string &spec, const rnnc_model &m, int64_t T, int64_t B, uint64_t seed,
-                               std::string &error);
+                               std::string &error, int64_t least = 0);
 
 }  // namespace rnnc::rt

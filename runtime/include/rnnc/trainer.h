@@ -16,6 +16,7 @@ namespace rnnc::rt {
 struct TrainOptions {
   std::string task;                 // "adding", "copy", "text:PATH"
   int64_t batch = 32, bptt = 50, steps = 1000;
+  int64_t min_bptt = 0;             // text: each sequence's segment runs a length uniform in [min_bptt, bptt]; 0: bptt
   std::string optimizer = "adam";   // or "sgd"
   double lr = 0;                    // 0: the optimizer's default (adam 1e-3, sgd 0.1)
   double momentum = 0.9, clip = 1.0;
