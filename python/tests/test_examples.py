@@ -1,5 +1,6 @@
 """The examples of samples/torch run as a user runs them: train_charlm.py's
-loss falls over 50 steps, and the bidirectional tagger learns its task."""
+loss falls over 50 steps, and the bidirectional tagger learns its task, on
+sequences of one length and on packed sequences of their own lengths."""
 import os
 import re
 import subprocess
@@ -27,5 +28,12 @@ def test_train_charlm_loss_falls(tmp_path):
 
 def test_bitagger_learns(tmp_path):
     r = run("bitagger.py", cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert float(re.search(r"accuracy on new sequences: ([\d.]+)", r.stdout).group(1)) > 0.9
+
+
+def test_bitagger_learns_with_lengths(tmp_path):
+    """Packed sequences of their own lengths: the forward cell and its h[t+1] twin (docs/lengths.md)."""
+    r = run("bitagger.py", "--lengths", cwd=tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr
     assert float(re.search(r"accuracy on new sequences: ([\d.]+)", r.stdout).group(1)) > 0.9
