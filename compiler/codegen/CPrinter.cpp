@@ -70,15 +70,15 @@ std::string CPrinter::operand(const Operand &o, const std::string &index) const 
   case Operand::Kind::Local: return fmt::format("v{}", o.local);
   case Operand::Kind::Const: return literal(o.value);
   case Operand::Kind::LossSeed: return "ws.loss_seed";
-  case Operand::Kind::Mask: { // row r is step r / B of sequence r % B
+  case Operand::Kind::Mask: { // the row is step row / B of sequence row % B
     const double kept = o.inverted ? 1 / o.value : 1, expected = o.inverted ? 1 : o.value;
     const unsigned threshold = scalar::keep_threshold(o.value);
     auto drawn = maskDraws_.find({o.site, o.delay});
     if (!o.scalar && drawn != maskDraws_.end())
       return fmt::format("keep_value(ws.rng, {}[{}], {}u, {}, {})", drawn->second, index, threshold, literal(kept),
                          literal(expected));
-    return fmt::format("keep_mask(ws.rng, {}u, {}, unsigned(r % B), unsigned({}), {}u, {}, {})", o.site, maskStep(o),
-                       o.scalar ? "0" : elementIndex(), threshold, literal(kept), literal(expected));
+    return fmt::format("keep_mask(ws.rng, {}u, {}, unsigned({} % B), unsigned({}), {}u, {}, {})", o.site, maskStep(o),
+                       row_, o.scalar ? "0" : elementIndex(), threshold, literal(kept), literal(expected));
   }
   case Operand::Kind::Active: { // the row is step row / B of sequence row % B
     std::string step = o.delay == 0 ? row_ + " / B"
@@ -102,10 +102,10 @@ std::string CPrinter::operand(const Operand &o, const std::string &index) const 
   RNNC_UNREACHABLE("operand kind");
 }
 
-std::string CPrinter::maskStep(const Operand &o) {
+std::string CPrinter::maskStep(const Operand &o) const {
   if (o.perSequence) return "~0u";
-  if (o.delay == 0) return "unsigned(r / B)";
-  return fmt::format("unsigned(r / B {} {})", o.delay > 0 ? '-' : '+', std::abs(o.delay));
+  if (o.delay == 0) return fmt::format("unsigned({} / B)", row_);
+  return fmt::format("unsigned({} / B {} {})", row_, o.delay > 0 ? '-' : '+', std::abs(o.delay));
 }
 
 /// `i + 3`, `i - 3`, `i`.

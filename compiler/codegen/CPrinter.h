@@ -75,7 +75,7 @@ protected:
   /// loop, four elements per Philox call (the CPU), or each element its own.
   virtual bool drawsMasksByRow() const { return false; }
   /// A mask's step in the key: "unsigned(r / B)", "~0u" for a mask per sequence.
-  static std::string maskStep(const Operand &o);
+  std::string maskStep(const Operand &o) const;
   /// Name of a math function (`std::exp`, CUDA: `expf`/`exp` through overloads).
   virtual std::string math(const char *name) const { return std::string("std::") + name; }
 

@@ -71,11 +71,6 @@ std::vector<LoopPlan> chooseLoopPlans(const Compilation &c, std::vector<std::str
       continue;
     }
     std::string why = unsupported(c.graph, c.time.loops[l], c.time, static_cast<int>(l), classes[l]);
-    // The scans' kernels index their rows by chunk: a mask's step and sequence
-    // are not known there yet (issue 20 leaves this to a later change).
-    for (NodeId id : c.time.loops[l].nodes)
-      for (const Edge &e : c.graph.node(id).inputs)
-        if (why.empty() && c.graph.node(e.src).op == Op::Keep) why = "it reads a dropout or zoneout mask";
     if (!why.empty()) {
       if (reasons) (*reasons)[l] = why;
       continue;

@@ -60,6 +60,7 @@ SCAN_RUNS = [
     ("linear_indrnn", SCAN, 129, 2, SMALL, None),
     ("Inputs/coupled.rnn", SCAN, 300, 2, [], None),
     ("Inputs/coupled3.rnn", SCAN, 200, 2, [], None),
+    ("Inputs/zoneout_mingru.rnn", SCAN, 100, 2, [], None),  # a mask drawn in the scan
     ("indrnn", NEWTON + ["--newton-iterations", "40"], 40, 2, SMALL, "kept"),
     ("indrnn", NEWTON, 300, 2, SMALL, "not converged"),
     ("sru", NEWTON + ["--newton-iterations", "12"], 60, 2, ["-D", "H=16"], "kept"),

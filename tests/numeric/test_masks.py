@@ -38,8 +38,9 @@ cell Masks(x: [W], a: [W], b: [W]) -> y, s, z {
 }
 """
 
-# A scan candidate (affine in h, diagonal) with a mask in its loop: it runs step
-# by step (the scans do not draw masks yet), and must still agree.
+# A scan candidate (affine in h, diagonal) with a mask in its loop: run as a
+# parallel scan (the scans draw the masks of each step and sequence), it must
+# agree with the interpreter step by step.
 ZONEOUT_MINGRU = """
 dim I = 3
 dim H = 5
@@ -73,9 +74,9 @@ def lstm_params(rng):
     return {"W_ih": rng.normal(0, 0.6, (16, 3)), "W_hh": rng.normal(0, 0.6, (16, 4)), "b": rng.normal(0, 0.3, 16)}
 
 
-def run(rnnc, path, params, inputs, out, mode, seed, engine="interp", grads=None):
+def run(rnnc, path, params, inputs, out, mode, seed, engine="interp", grads=None, extra=()):
     rc, err = rnnrun.run(rnnc, path, params, inputs, out, grads=grads,
-                         extra=["--mode", mode, "--seed", str(seed), "--engine", engine])
+                         extra=["--mode", mode, "--seed", str(seed), "--engine", engine, *extra])
     if rc:
         raise nl.Failure(f"rnnc run ({engine}, {mode}) failed: {err}")
     return out
@@ -124,7 +125,8 @@ def scan_candidate(rnnc):
         params = {"W": rng.normal(0, 0.5, (10, 3)), "b": rng.normal(0, 0.2, 10)}
         inputs = {"x": rng.normal(0, 1, (300, 4, 3))}
         ref = run(rnnc, path, params, inputs, os.path.join(d, "i"), "train", 9, grads={})
-        got = run(rnnc, path, params, inputs, os.path.join(d, "c"), "train", 9, "compiled", grads={})
+        got = run(rnnc, path, params, inputs, os.path.join(d, "c"), "train", 9, "compiled", grads={},
+                  extra=["--time-parallel", "scan"])
         worst = same_results(ref, got, ("h", "loss", "grad/W", "grad/b", "grad/x", "grad/initial/h"), "train")
         return f"worst relative difference {worst:.1e}"
     finally:
