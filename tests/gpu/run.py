@@ -227,6 +227,9 @@ def main():
         if os.path.exists(masks):
             train = ["--mode", "train", "--seed", "5"]
             cases.append(case(rnnc, masks, env, train, train))
+            # A mask drawn inside a parallel scan (against the CPU step by step).
+            scanned = os.path.join(os.path.dirname(HERE), "emulator", "Inputs", "zoneout_mingru.rnn")
+            cases.append(case(rnnc, scanned, env, SCAN + train, ["--time-parallel", "off"] + train, 64))
         # Sequences of their own lengths: a bidirectional model (two streams), and a scan.
         for name, flags, steps in (("bitagger", [], T), ("mingru", SCAN, 64)):
             path = os.path.join(samples, name + ".rnn")
