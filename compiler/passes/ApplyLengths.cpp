@@ -70,7 +70,7 @@ bool applyLengths(Graph &g, DiagnosticEngine &diags) {
       if (e.delay != 0 && carried.count(e.src)) e.src = carried.at(e.src); // the carry reads sum, not s
   }
   for (GraphPort &o : g.outputs) {
-    if (o.value.delay != 0 && carried.count(o.value.src)) o.value.src = carried[o.value.src];
+    if (o.value.delay != 0 && carried.count(o.value.src)) o.value.src = carried.at(o.value.src);
     // Zero past the end.
     o.value = {b.op(Op::Mul, {{active, 0}, o.value}, o.decl), 0};
   }

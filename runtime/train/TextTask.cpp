@@ -19,6 +19,7 @@
 #include "train/TaskPorts.h"
 
 #include "io/Array.h"
+#include "rnnc/workspace.h"
 
 #include <fmt/format.h>
 
@@ -105,11 +106,8 @@ private:
   int64_t stream_;  // L
   /// Stream b's length in segment k: uniform in [least_, T] from a hash of (seed, k, b).
   int64_t length(int64_t k, int64_t b) const {
-    uint64_t h = seed_ ^ (0x9e3779b97f4a7c15ull * static_cast<uint64_t>(k + 1)) ^
-                 (0xc2b2ae3d27d4eb4full * static_cast<uint64_t>(b + 1));
-    h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull; // splitmix64's finalizer
-    h = (h ^ (h >> 27)) * 0x94d049bb133111ebull;
-    h ^= h >> 31;
+    using host::scalar::splitmix64;
+    const uint64_t h = splitmix64(splitmix64(seed_ ^ splitmix64(static_cast<uint64_t>(k))) ^ static_cast<uint64_t>(b));
     return least_ + static_cast<int64_t>(h % static_cast<uint64_t>(T_ - least_ + 1));
   }
 
