@@ -5,6 +5,7 @@
 #include "codegen/CppPrinter.h"
 #include "codegen/CppScan.h"
 #include "codegen/HostCode.h"
+#include "ir/Scalar.h"
 
 #include <fmt/format.h>
 
@@ -32,7 +33,17 @@ public:
   void lengths(Writer &w) const override {
     w.line("if (!sequence_lengths(options, T, B, ws.lengths, ws.loss_weight)) return 1;");
   }
-  void clearGradients(Writer &w) const override { w.line("std::fill_n(G, {}, real(0));", p_.paramElements); }
+  void droppedParams(Writer &w, bool backward) const override {
+    for (const DroppedSlot &d : p_.dropped)
+      w.line("{}(ws.rng, {}u, {}u, {}, {}, {} + {}, {});", backward ? "fold_dropped_grad" : "drop_param", d.site,
+             scalar::keep_threshold(d.keep), CPrinter::literal(1 / d.keep),
+             backward ? fmt::format("ws.dropped_grad + {}", d.offset) : fmt::format("P + {}", d.of),
+             backward ? "G" : "ws.dropped", backward ? d.of : d.offset, d.elements);
+  }
+  void clearGradients(Writer &w) const override {
+    w.line("std::fill_n(G, {}, real(0));", p_.paramElements);
+    if (p_.droppedGrads) w.line("std::fill_n(ws.dropped_grad, {}, real(0));", p_.droppedElements);
+  }
   void stages(Writer &w, bool backward) override;
   std::string launch(const KernelIR &k, const std::string &rows) const override {
     return fmt::format("{}(ws, P, G, B, {});", k.name, rows);

@@ -15,6 +15,7 @@
 #include "codegen/CudaPrinter.h"
 #include "codegen/CudaScan.h"
 #include "codegen/HostCode.h"
+#include "ir/Scalar.h"
 
 #include <algorithm>
 #include <fmt/format.h>
@@ -63,6 +64,7 @@ public:
     w.line("RNNC_CUDA_CHECK(cudaMemcpyAsync(ws.lengths, lengths.data(), sizeof(int32_t) * B, cudaMemcpyHostToDevice, s0));");
     w.line("RNNC_CUDA_CHECK(cudaMemcpyAsync(ws.loss_weight, &weight, sizeof(real), cudaMemcpyHostToDevice, s0));");
   }
+  void droppedParams(Writer &w, bool backward) const override;
   void clearGradients(Writer &w) const override;
   void stages(Writer &w, bool backward) override;
   std::string launch(const KernelIR &k, const std::string &rows) const override {
@@ -288,8 +290,23 @@ void CudaHost::context(Writer &w, bool backward) const {
   else w.line("(void)c, (void)s0;");
 }
 
+/// One launch per dropped param on stream 0: forward's before the stages
+/// fork from it, backward's after they joined it. The argument types are the
+/// kernel's parameter types (the emulator calls it through them).
+void CudaHost::droppedParams(Writer &w, bool backward) const {
+  const int kernel = backward ? 5 : 4;
+  for (const DroppedSlot &d : p_.dropped)
+    w.line("if (!launch(kernel_[{}], \"{}\", grid_for({}, 256), 256, s0, static_cast<const unsigned *>(ws.rng), {}u, "
+           "{}u, {}, static_cast<const real *>({} + {}), {} + {}, int64_t({}))) return 1;",
+           kernel, backward ? "fold_dropped_grad" : "drop_param", (d.elements + 3) / 4, d.site,
+           scalar::keep_threshold(d.keep), CPrinter::literal(1 / d.keep), backward ? "ws.dropped_grad" : "P",
+           backward ? d.offset : d.of, backward ? "G" : "ws.dropped", backward ? d.of : d.offset, d.elements);
+}
+
 void CudaHost::clearGradients(Writer &w) const {
   w.line("RNNC_CUDA_CHECK(cudaMemsetAsync(G, 0, {} * sizeof(real), s0));", p_.paramElements);
+  if (p_.droppedGrads)
+    w.line("RNNC_CUDA_CHECK(cudaMemsetAsync(ws.dropped_grad, 0, {} * sizeof(real), s0));", p_.droppedElements);
   if (int64_t n = p_.onesWidth)
     w.line("if (!launch(kernel_[0], \"fill\", grid_for(T * B * {}, 256), 256, s0, ws.ones, T * B * {}, real(1))) return 1;", n,
            n);

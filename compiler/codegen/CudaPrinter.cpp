@@ -297,6 +297,7 @@ std::string CudaPrinter::libraryKernel(const KernelIR &) { RNNC_UNREACHABLE("lib
 std::vector<std::string> cudaKernelNames(const Program &p) {
   std::vector<std::string> names = {"fill", "grad_embed", "mean"};
   if (p.hasMasks) names.push_back("set_rng");
+  if (!p.dropped.empty()) names.insert(names.end(), {"drop_param", "fold_dropped_grad"});
   for (const KernelIR &k : p.kernels)
     if (k.kind == KernelIR::Kind::Fused) names.push_back(k.name);
   for (size_t s = 0; s < p.stages.size(); ++s)
@@ -312,6 +313,28 @@ std::string printCudaKernels(const Program &p, const SourceManager &sm) {
     out += "\n// rnnc helper: the masks' key and mode, kept for backward (rnnc/workspace.h's mask_words).\n"
            "RNNC_KERNEL __launch_bounds__(32) void set_rng(unsigned *rng, unsigned key_low, unsigned key_high, unsigned train) {\n"
            "  if (threadIdx.x != 0) return;\n  rng[0] = key_low;\n  rng[1] = key_high;\n  rng[2] = train;\n}\n";
+  if (!p.dropped.empty())
+    out += "\n// rnnc helper: DropConnect. out[j] = w[j] times element j's mask at `site`, one mask per call\n"
+           "// (counter (j / 4, ~0, ~0, site)): scale (1 / keep) or 0 in training, 1 in evaluation. One thread\n"
+           "// draws four elements (one Philox call).\n"
+           "RNNC_KERNEL __launch_bounds__(256) void drop_param(const unsigned *rng, unsigned site, unsigned threshold, real scale,\n"
+           "                                                   const real *__restrict__ w, real *__restrict__ out, int64_t n) {\n"
+           "  for (int64_t q = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; 4 * q < n; q += gridDim.x * int64_t(blockDim.x)) {\n"
+           "    unsigned draw[4];\n"
+           "    keep_draws4(rng, site, ~0u, ~0u, unsigned(q), draw);\n"
+           "    for (int64_t j = 4 * q; j < n && j < 4 * q + 4; ++j) out[j] = w[j] * keep_value(rng, draw[j - 4 * q], threshold, scale, real(1));\n"
+           "  }\n"
+           "}\n"
+           "\n// rnnc helper: a dropped param's gradient reaches its param through the same mask: g[j] += d[j] mask[j].\n"
+           "RNNC_KERNEL __launch_bounds__(256) void fold_dropped_grad(const unsigned *rng, unsigned site, unsigned threshold,\n"
+           "                                                          real scale, const real *__restrict__ d, real *__restrict__ g,\n"
+           "                                                          int64_t n) {\n"
+           "  for (int64_t q = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; 4 * q < n; q += gridDim.x * int64_t(blockDim.x)) {\n"
+           "    unsigned draw[4];\n"
+           "    keep_draws4(rng, site, ~0u, ~0u, unsigned(q), draw);\n"
+           "    for (int64_t j = 4 * q; j < n && j < 4 * q + 4; ++j) g[j] += d[j] * keep_value(rng, draw[j - 4 * q], threshold, scale, real(1));\n"
+           "  }\n"
+           "}\n";
   if (CudaScanPrinter::anyRunsInParallel(p)) out += CudaScanPrinter::devicePrelude();
   out += "\n" + workspaceStruct(p, "real *ones; // [T][B][n] ones: what the bias gradients' column sums multiply") + "\n";
   CudaPrinter printer(p, sm);

@@ -70,6 +70,10 @@ void HostPrinter::forward() {
     w_.line("// The masks' key and mode, kept in the workspace for backward to draw the same masks.");
     t_.maskKey(w_);
   }
+  if (!p_.dropped.empty()) {
+    w_.line("// DropConnect: each dropped param is its param times a mask drawn once per call.");
+    t_.droppedParams(w_, false);
+  }
   if (p_.hasLengths) {
     w_.line("// Each sequence's steps (NULL: all T) and the loss's weight, kept for backward.");
     t_.lengths(w_);
@@ -130,6 +134,10 @@ void HostPrinter::backward() {
   if (!p_.epilogue.empty()) w_.line("// The initial states' gradients: the state adjoints at steps -depth .. -1.");
   for (int k : p_.epilogue)
     w_.line("{}", t_.launch(p_.kernels[k], fmt::format("-{} * B, 0", p_.kernels[k].epilogueDepth)));
+  if (p_.droppedGrads) {
+    w_.line("// The dropped params' gradients reach their params through forward's masks.");
+    t_.droppedParams(w_, true);
+  }
   gradientReads();
   w_.line("return 0;").close();
 }
@@ -287,6 +295,8 @@ std::string workspaceStruct(const Program &p, const std::string &extraMember) {
                            : "");
   if (!extraMember.empty()) w.line("{}", extraMember);
   if (p.hasMasks) w.line("unsigned *rng; // [4]: the masks' key (low, high), 1 in training, 0");
+  if (!p.dropped.empty()) w.line("real *dropped; // [{}]: the dropped params (DropConnect), made by forward", p.droppedElements);
+  if (p.droppedGrads) w.line("real *dropped_grad; // [{}]: their gradients, folded into G by backward", p.droppedElements);
   if (p.hasLengths) {
     w.line("int32_t *lengths; // [B]: the steps each sequence runs");
     w.line("real *loss_weight; // [1]: T·B / Σ lengths, the loss's weight at a valid step");
@@ -309,6 +319,8 @@ std::string workspaceLayout(const Program &p, const std::string &extraTake) {
              p.buffers[b.shares].name);
   if (!extraTake.empty()) w.line("{}", extraTake);
   if (p.hasMasks) w.line("ws->rng = c.take_fixed<unsigned>(4);");
+  if (!p.dropped.empty()) w.line("ws->dropped = c.take_fixed<real>({});", p.droppedElements);
+  if (p.droppedGrads) w.line("ws->dropped_grad = c.take_fixed<real>({});", p.droppedElements);
   if (p.hasLengths) w.line("ws->lengths = c.take_fixed<int32_t>(B);").line("ws->loss_weight = c.take_fixed<real>(1);");
   w.line("ws->loss_seed = real(1) / real(T * B);").line("return c.bytes();");
   return w.close().take();
@@ -319,19 +331,24 @@ GemmCall gemmCall(const Program &p, const KernelIR &k) {
     const Buffer &b = p.buffers[buffer];
     return fmt::format("ws.{} + {}", b.name, CPrinter::rowOffset(b, delay, "r0"));
   };
+  // A dropped param and its gradient are the workspace's, not the caller's.
+  const std::string W = fmt::format("{}{}", k.dropped ? "ws.dropped + " : "P + ", k.paramOffset);
+  const std::string G = fmt::format("{}{}", k.dropped ? "ws.dropped_grad + " : "G + ", k.paramOffset);
+  const std::string of = k.dropped ? fmt::format("ws.dropped[{}..]", k.paramOffset) : fmt::format("P[{}..]", k.paramOffset);
   switch (k.kind) {
   case KernelIR::Kind::Gemm:
-    return {fmt::format("// out[r] = W x[r], W = P[{}..] [{} x {}]", k.paramOffset, k.rows, k.cols),
-            fmt::format("false, true, r1 - r0, {}, {}, {}, P + {}, {}, real(0)", k.rows, k.cols, at(k.a, k.aDelay),
-                        k.paramOffset, at(k.out, 0))};
+    return {fmt::format("// out[r] = W x[r], W = {} [{} x {}]", of, k.rows, k.cols),
+            fmt::format("false, true, r1 - r0, {}, {}, {}, {}, {}, real(0)", k.rows, k.cols, at(k.a, k.aDelay), W,
+                        at(k.out, 0))};
   case KernelIR::Kind::GemmT:
-    return {fmt::format("// out[r] = W^T d[r], W = P[{}..] [{} x {}]", k.paramOffset, k.rows, k.cols),
-            fmt::format("false, false, r1 - r0, {}, {}, {}, P + {}, {}, real(0)", k.cols, k.rows, at(k.a, k.aDelay),
-                        k.paramOffset, at(k.out, 0))};
+    return {fmt::format("// out[r] = W^T d[r], W = {} [{} x {}]", of, k.rows, k.cols),
+            fmt::format("false, false, r1 - r0, {}, {}, {}, {}, {}, real(0)", k.cols, k.rows, at(k.a, k.aDelay), W,
+                        at(k.out, 0))};
   case KernelIR::Kind::GradMatrix:
-    return {fmt::format("// G[{}..] [{} x {}] += sum over rows of d[r] x[r]^T", k.paramOffset, k.rows, k.cols),
-            fmt::format("true, false, {}, {}, r1 - r0, {}, {}, G + {}, real(1)", k.rows, k.cols, at(k.a, k.aDelay),
-                        at(k.b, k.bDelay), k.paramOffset)};
+    return {fmt::format("// {}{}..] [{} x {}] += sum over rows of d[r] x[r]^T", k.dropped ? "ws.dropped_grad[" : "G[",
+                        k.paramOffset, k.rows, k.cols),
+            fmt::format("true, false, {}, {}, r1 - r0, {}, {}, {}, real(1)", k.rows, k.cols, at(k.a, k.aDelay),
+                        at(k.b, k.bDelay), G)};
   default: RNNC_UNREACHABLE("not a GEMM kernel");
   }
 }

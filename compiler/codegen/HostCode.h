@@ -47,7 +47,12 @@ public:
   virtual void lengths(Writer &w) const = 0;
   /// The statement checking index input k (returns 1 when a value is out of range).
   virtual std::string indexCheck(size_t k, const PortIR &input) const = 0;
-  /// backward's zeroing of the param gradients (and what the GEMMs need).
+  /// forward's making of the dropped params into ws.dropped (after the
+  /// masks' key), or backward's folding of their gradients from
+  /// ws.dropped_grad into G (after every stage): rnnc/cpu.h's drop_param and
+  /// fold_dropped_grad, or their kernels.
+  virtual void droppedParams(Writer &w, bool backward) const = 0;
+  /// backward's zeroing of the param gradients, the dropped params' too (and what the GEMMs need).
   virtual void clearGradients(Writer &w) const = 0;
   /// The stages of forward or backward, in schedule order.
   virtual void stages(Writer &w, bool backward) = 0;

@@ -55,6 +55,7 @@ private:
   const MemoryPlan &m_;
   Program &p_;
   std::map<std::string, int64_t> paramOffset_;
+  std::map<std::string, int64_t> droppedOffset_; // in ws.dropped
   std::map<std::string, int64_t> depths_;
   std::vector<std::vector<std::pair<NodeId, size_t>>> users_;
 };
@@ -78,6 +79,12 @@ void ProgramBuilder::layoutParams() {
         inGroup |= q.stackedWith.size() > 1 && std::count(q.stackedWith.begin(), q.stackedWith.end(), p.name);
       if (!inGroup) place(p);
     }
+  }
+  for (const DroppedParam &d : g_.dropped) {
+    DroppedSlot s{d.name, p_.droppedElements, d.shape[0] * d.shape[1], paramOffset_.at(d.of), d.keep, d.site};
+    droppedOffset_[d.name] = s.offset;
+    p_.droppedElements += s.elements;
+    p_.dropped.push_back(s);
   }
   // Slots in declaration order for the table; offsets already fixed.
   std::map<std::string, size_t> order;
@@ -190,7 +197,8 @@ bool ProgramBuilder::emitLibraryCall(KernelIR &k, NodeId id, std::string &error)
   k.out = n.op == Op::MatMul || n.op == Op::MatMulT ? m_.bufferOf[id] : -1;
   if (!operandBuffer(n.inputs[0], k.a, k.aDelay)) return false;
   if (n.inputs.size() > 1 && !operandBuffer(n.inputs[1], k.b, k.bDelay)) return false;
-  k.paramOffset = paramOffset_.at(n.params[0]);
+  k.dropped = droppedOffset_.count(n.params[0]) > 0;
+  k.paramOffset = k.dropped ? droppedOffset_.at(n.params[0]) : paramOffset_.at(n.params[0]);
   const GraphParam &w = *g_.param(n.params[0]);
   k.rows = w.shape[0];
   k.cols = w.shape.size() > 1 ? w.shape[1] : 1;
@@ -459,6 +467,7 @@ bool ProgramBuilder::build(std::string &error) {
   }
   p_.hasBackward = !g_.grads.seeds.empty();
   p_.hasMasks = m_.maskKeyBytes > 0;
+  p_.droppedGrads = m_.droppedGradElements > 0;
   p_.hasLengths = m_.lengths;
   for (const GraphPort &seed : g_.grads.seeds) {
     if (seed.name == "loss") {

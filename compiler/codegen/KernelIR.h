@@ -86,6 +86,7 @@ struct KernelIR {
   int32_t aDelay = 0, bDelay = 0;
   int64_t rows = 0, cols = 0; // W's (or G's) shape
   int64_t paramOffset = 0;    // W or G in the flat param (gradient) array
+  bool dropped = false;       // W (G) is a dropped param's, at paramOffset in ws.dropped (ws.dropped_grad)
   std::vector<NodeId> nodes;
   std::vector<SourceRange> equations; // the source lines it computes, in order, no duplicates
 };
@@ -135,6 +136,17 @@ struct ParamSlot {
   double initScale = 0;
 };
 
+/// A dropped param (DropConnect; ir/Graph.h DroppedParam): `elements` reals
+/// at `offset` in the workspace's `dropped` array, made by each forward from
+/// the param at `of` in the flat param array and the mask at `site`; backward
+/// folds its gradient (the same place in `dropped_grad`) into the param's.
+struct DroppedSlot {
+  std::string name;
+  int64_t offset = 0, elements = 0, of = 0;
+  double keep = 1;
+  int64_t site = 0;
+};
+
 struct PortIR {
   std::string name;
   int64_t width = 1;
@@ -155,6 +167,9 @@ struct Program {
   std::vector<int> epilogue;   // kernels of the initial-state gradients
   std::vector<ParamSlot> params;
   int64_t paramElements = 0;
+  std::vector<DroppedSlot> dropped; // made in the workspace by forward
+  int64_t droppedElements = 0;
+  bool droppedGrads = false;        // backward accumulates their gradients in ws.dropped_grad
   std::vector<PortIR> inputs, outputs, states, seeds, inputGrads, stateGrads;
   /// dL/d(final state), by state name: a [T][B][w] seed buffer the host fills
   /// at the last `depth` steps (autodiff's "final.<state>" seeds).

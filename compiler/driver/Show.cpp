@@ -147,6 +147,9 @@ std::string memoryText(const Compilation &c) {
   }
   if (m.onesWidth) out += fmt::format("  CUDA's ones: [T][B][{}]\n", m.onesWidth);
   if (m.maskKeyBytes) out += fmt::format("  the masks' key: {} bytes\n", m.maskKeyBytes);
+  if (m.droppedElements)
+    out += fmt::format("  dropped params: {} reals{}\n", m.droppedElements,
+                       m.droppedGradElements ? ", and as many for their gradients" : "");
   if (m.lengths) out += "  the sequences' lengths: [B] int32, and the loss's weight\n";
   return out;
 }

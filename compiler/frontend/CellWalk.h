@@ -110,6 +110,8 @@ private:
   Val dense(const Expr &e);
   Val elementwise(const Val &l, const Val &r, SourceRange where, const char *what);
   const Symbol *matrixParam(const Expr &e, const char *context);
+  /// The matrix param left of '@': `W`, or `dropout(W, p)` (DropConnect).
+  const Symbol *productParam(const Expr &lhs);
   std::vector<Val> split(const CallExpr &c, size_t targets);
   /// dropout()'s keyword argument, per = step | sequence; false after an error.
   bool dropoutKeywords(const CallExpr &c);

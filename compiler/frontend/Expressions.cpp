@@ -61,8 +61,8 @@ Val CellWalk::name(const NameExpr &n) {
       return Val::error();
     }
     if (sym.shape.size() == 2) {
-      error(n.nameRange, fmt::format("{} is a matrix param; it can only be the left operand of '@' (or the table "
-                                     "of embed())", quoted(n.name)));
+      error(n.nameRange, fmt::format("{} is a matrix param; it can only be the left operand of '@' (alone or as "
+                                     "dropout({}, p) @ x) or the table of embed()", quoted(n.name), n.name));
       return Val::error();
     }
     return {sym.type, false};
@@ -128,15 +128,39 @@ const CellWalk::Symbol *CellWalk::matrixParam(const Expr &e, const char *context
   return nullptr;
 }
 
+/// The name of the param left of '@' (productParam found it).
+static const std::string &productParamName(const Expr &lhs) {
+  return as<NameExpr>(lhs.kind == ExprKind::Call ? *as<CallExpr>(lhs).args[0] : lhs).name;
+}
+
+const CellWalk::Symbol *CellWalk::productParam(const Expr &lhs) {
+  const auto *c = lhs.kind == ExprKind::Call ? &as<CallExpr>(lhs) : nullptr;
+  const Builtin *builtin = c ? findBuiltin(c->callee.name) : nullptr;
+  if (!builtin || builtin->kind != BuiltinKind::Dropout) return matrixParam(lhs, "the left operand of '@'");
+  if (c->args.size() != 2) {
+    error(c->callee.range, fmt::format("dropout() takes 2 arguments (a param and a probability), but {} {} given",
+                                       c->args.size(), c->args.size() == 1 ? "was" : "were"));
+    return nullptr;
+  }
+  if (!c->keywordArgs.empty()) {
+    error(c->keywordArgs.front().name.range, "dropout() of a matrix param draws one mask per call (DropConnect); it "
+                                             "takes no keyword arguments");
+    return nullptr;
+  }
+  const Symbol *w = matrixParam(*c->args[0], "the first argument of dropout() left of '@'");
+  ProbabilityValue p = evalProbability(*c->args[1], scope_, ctx_.diags, "the p of dropout()");
+  return p.error ? nullptr : w;
+}
+
 Val CellWalk::binary(const BinaryExpr &b) {
   if (b.op == '@') {
-    const Symbol *w = matrixParam(*b.lhs, "the left operand of '@'");
+    const Symbol *w = productParam(*b.lhs);
     Val x = dense(*b.rhs);
     if (!w || x.bad) return Val::error();
     auto rows = w->shape[0], cols = w->shape[1];
     if (cols && x.type.width && *cols != *x.type.width) {
       error(b.opRange, fmt::format("width mismatch in '@': {} is [{}, {}] and needs a vector {} wide, but the right "
-                                   "operand is {} wide", quoted(as<NameExpr>(*b.lhs).name), *rows, *cols, *cols,
+                                   "operand is {} wide", quoted(productParamName(*b.lhs)), *rows, *cols, *cols,
                                    *x.type.width),
             {{w->decl, "declared here"}});
       return Val::error();

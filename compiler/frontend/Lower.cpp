@@ -52,6 +52,9 @@ private:
   /// dropout(x, p) as x * keep (kept with 1 - p, inverted); zoneout(new, old, p)
   /// as keep * new + (1 - keep) * old (kept with 1 - p). p = 0 is the identity.
   Edge mask(Scope &s, const CallExpr &c, BuiltinKind kind);
+  /// The param a product reads for `W` or `dropout(W, p)` left of '@': W, or
+  /// a new dropped param (its own mask site) unless p = 0.
+  std::string productParam(Scope &s, const Expr &lhs);
   void define(Scope &s, const Ident &target, Edge value);
   std::vector<int64_t> shape(const Scope &s, const ParamDecl &p);
 
@@ -194,6 +197,32 @@ Edge Lowering::mask(Scope &s, const CallExpr &c, BuiltinKind kind) {
   return {b_.op(Op::Add, {{takeNew, 0}, {takeOld, 0}}, c.range), 0};
 }
 
+std::string Lowering::productParam(Scope &s, const Expr &lhs) {
+  if (lhs.kind == ExprKind::Name) return s.inst.prefix + as<NameExpr>(lhs).name;
+  const auto &c = as<CallExpr>(lhs); // dropout(W, p): Sema checked it
+  const std::string of = s.inst.prefix + as<NameExpr>(*c.args[0]).name;
+  DimScope scope;
+  scope.dims = s.inst.dims;
+  ProbabilityValue p = evalProbability(*c.args[1], scope, diags_, "the probability");
+  RNNC_ASSERT(p.value.has_value(), "a mask's probability is unknown after Sema");
+  if (*p.value == 0) return of;
+  const GraphParam *w = g_.param(of);
+  RNNC_ASSERT(w && w->shape.size() == 2, "dropout() left of '@' of no matrix param");
+  DroppedParam d;
+  d.site = ++masks_;
+  d.name = fmt::format("{}.dropout{}", of, d.site);
+  d.shape = w->shape;
+  d.decl = c.range;
+  d.of = of;
+  d.keep = 1 - *p.value;
+  // The mask's counter numbers elements in fours with one 32-bit word.
+  if (w->shape[0] * w->shape[1] > (int64_t{1} << 34))
+    diags_.error(c.range, fmt::format("{} has {} elements, more than dropout() of a param can mask (2^34)", quoted(of),
+                                      w->shape[0] * w->shape[1]));
+  g_.dropped.push_back(std::move(d));
+  return g_.dropped.back().name;
+}
+
 Edge Lowering::expr(Scope &s, const Expr &e) {
   switch (e.kind) {
   case ExprKind::Number: return {b_.constant(as<NumberExpr>(e).value, e.range), 0};
@@ -202,7 +231,7 @@ Edge Lowering::expr(Scope &s, const Expr &e) {
   case ExprKind::Binary: {
     const auto &bin = as<BinaryExpr>(e);
     if (bin.op == '@') {
-      std::string param = s.inst.prefix + as<NameExpr>(*bin.lhs).name;
+      std::string param = productParam(s, *bin.lhs);
       return {b_.matmul({param}, expr(s, *bin.rhs), e.range), 0};
     }
     Op op = bin.op == '+' ? Op::Add : bin.op == '-' ? Op::Sub : bin.op == '*' ? Op::Mul : Op::Div;
@@ -291,6 +320,8 @@ void warnUnusedParams(const Graph &g, DiagnosticEngine &diags) {
     for (const auto &p : g.node(id).params) used.insert(p);
     for (Edge e : g.node(id).inputs) work.push_back(e.src);
   }
+  for (const DroppedParam &d : g.dropped)
+    if (used.count(d.name)) used.insert(d.of);
   for (const GraphParam &p : g.params)
     if (!used.count(p.name))
       diags.warning(p.decl, fmt::format("param {} is never used by an output or the loss", quoted(p.name)));

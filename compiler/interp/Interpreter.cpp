@@ -5,6 +5,8 @@
 // 4. Accumulations (param gradients) sum over every step and sequence.
 // 5. A state's adjoint evaluated at the steps before the first is the
 //    gradient of the initial state.
+// 6. A dropped param (DropConnect) is made once, before the steps, from its
+//    param and mask; its gradient reaches the param through the same mask.
 #include "interp/Interpreter.h"
 
 #include "analysis/TimeClasses.h"
@@ -33,6 +35,12 @@ public:
     double valid = 0;
     for (int64_t b = 0; b < B_; ++b) valid += static_cast<double>(length(b));
     lossWeight_ = static_cast<double>(T_ * B_) / valid;
+    for (const DroppedParam &d : g.dropped) {
+      const std::vector<double> &W = in.params.at(d.of);
+      std::vector<double> &D = dropped_[d.name];
+      D.resize(W.size());
+      for (size_t j = 0; j < W.size(); ++j) D[j] = rounded(W[j] * dropFactor(d, j));
+    }
   }
 
   InterpResult run();
@@ -46,6 +54,18 @@ private:
   void evalStep(NodeId id, int64_t t, int64_t b, double *out) const;
   void evalAccumulate(NodeId id);
   void evalAllSteps(NodeId id);
+  /// A param's values: the caller's, or a dropped one's as made for this call.
+  const std::vector<double> &param(const std::string &name) const {
+    auto it = dropped_.find(name);
+    return it != dropped_.end() ? it->second : in_.params.at(name);
+  }
+  /// The factor element j of a dropped param takes: 1 / keep or 0 in
+  /// training, 1 in evaluation (rounded as the float32 engines round it).
+  double dropFactor(const DroppedParam &d, size_t j) const {
+    const unsigned draw = scalar::keep_draw(rng_, static_cast<unsigned>(d.site), ~0u, ~0u, static_cast<unsigned>(j));
+    return scalar::keep_value(rng_, draw, scalar::keep_threshold(d.keep), rounded(1 / d.keep), 1.0);
+  }
+  double rounded(double v) const { return in_.f32 ? static_cast<float>(v) : v; }
 
   const Graph &g_;
   const InterpInputs &in_;
@@ -56,6 +76,7 @@ private:
   double lossWeight_ = 1; // T·B / Σ lengths
   std::vector<std::vector<double>> values_;     // per node: [T][B][w], or [w] for accumulations
   std::map<NodeId, std::pair<int64_t, const std::vector<double> *>> states_; // node -> (k, [k][B][w])
+  std::map<std::string, std::vector<double>> dropped_; // dropped params, by name
 };
 
 double Interpreter::read(const Edge &e, int64_t t, int64_t b, int64_t i) const {
@@ -98,7 +119,7 @@ void Interpreter::evalStep(NodeId id, int64_t t, int64_t b, double *out) const {
     return;
   }
   case Op::Param: {
-    const auto &p = in_.params.at(n.params[0]);
+    const auto &p = param(n.params[0]);
     each([&](int64_t i) { return p[i]; });
     return;
   }
@@ -168,7 +189,7 @@ void Interpreter::evalStep(NodeId id, int64_t t, int64_t b, double *out) const {
   case Op::MatMul: {
     int64_t row = 0, cols = width(0);
     for (const std::string &name : n.params) {
-      const auto &W = in_.params.at(name);
+      const auto &W = param(name);
       int64_t rows = g_.param(name)->shape[0];
       for (int64_t r = 0; r < rows; ++r, ++row) {
         double s = 0;
@@ -179,7 +200,7 @@ void Interpreter::evalStep(NodeId id, int64_t t, int64_t b, double *out) const {
     return;
   }
   case Op::MatMulT: {
-    const auto &W = in_.params.at(n.params[0]);
+    const auto &W = param(n.params[0]);
     int64_t rows = width(0);
     each([&](int64_t c) {
       double s = 0;
@@ -200,7 +221,7 @@ void Interpreter::evalStep(NodeId id, int64_t t, int64_t b, double *out) const {
     return;
   }
   case Op::Embed: {
-    const auto &table = in_.params.at(n.params[0]);
+    const auto &table = param(n.params[0]);
     auto row = static_cast<int64_t>(read(n.inputs[0], t, b, 0));
     each([&](int64_t i) { return table[row * w + i]; });
     return;
@@ -309,6 +330,14 @@ InterpResult Interpreter::run() {
     auto &sum = r.paramGrads[name];
     if (sum.empty()) sum.assign(values_[id].size(), 0.0);
     for (size_t i = 0; i < sum.size(); ++i) sum[i] += values_[id][i];
+  }
+  for (const DroppedParam &d : g_.dropped) { // through the mask to the param
+    auto it = r.paramGrads.find(d.name);
+    if (it == r.paramGrads.end()) continue;
+    auto &sum = r.paramGrads[d.of];
+    if (sum.empty()) sum.assign(it->second.size(), 0.0);
+    for (size_t j = 0; j < sum.size(); ++j) sum[j] = rounded(sum[j] + rounded(it->second[j] * dropFactor(d, j)));
+    r.paramGrads.erase(d.name);
   }
   for (const GraphPort &p : g_.grads.inputs) r.inputGrads[p.name] = perStep(p.value);
   // 5. Initial-state gradients: the adjoint (a sum) at steps -k .. -1.

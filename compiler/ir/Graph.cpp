@@ -33,7 +33,14 @@ const GraphParam *Graph::param(const std::string &name) const {
   if (paramIndex_.size() > params.size()) paramIndex_.clear();
   for (size_t i = paramIndex_.size(); i < params.size(); ++i) paramIndex_.emplace(params[i].name, i);
   auto it = paramIndex_.find(name);
-  return it == paramIndex_.end() ? nullptr : &params[it->second];
+  if (it != paramIndex_.end()) return &params[it->second];
+  return droppedParam(name);
+}
+
+const DroppedParam *Graph::droppedParam(const std::string &name) const {
+  for (const DroppedParam &d : dropped)
+    if (d.name == name) return &d;
+  return nullptr;
 }
 
 std::vector<std::pair<std::string, NodeId>> Graph::states() const {

@@ -72,6 +72,18 @@ struct GraphParam {
   std::vector<std::string> stackedWith;
 };
 
+/// A matrix param seen through DropConnect (`dropout(W, p) @ x`,
+/// docs/language.md): W (`of`) with each element kept with probability `keep`
+/// and scaled by 1 / keep in training, one mask per forward call drawn at mask
+/// site `site`; W itself in evaluation. Products read it as they read a param;
+/// it lives in the workspace, not in the caller's params, and its gradient
+/// reaches W through the same mask.
+struct DroppedParam : GraphParam {
+  std::string of;
+  double keep = 1;
+  int64_t site = 0;
+};
+
 struct GraphPort {
   std::string name;
   Edge value; // an output may be a delayed read (rare) or the port's own node
@@ -96,7 +108,8 @@ struct GradientPorts {
 struct Graph {
   std::string name; // the cell or model compiled
   std::vector<Node> nodes;
-  std::vector<GraphParam> params;
+  std::vector<GraphParam> params;    // the caller's params
+  std::vector<DroppedParam> dropped; // params seen through DropConnect, made by each forward
   std::vector<GraphPort> inputs;  // the Input nodes, in port order
   std::vector<GraphPort> outputs;
   std::optional<NodeId> loss;
@@ -110,8 +123,11 @@ public:
   const Node &node(NodeId id) const { return nodes[id]; }
   Node &node(NodeId id) { return nodes[id]; }
   size_t liveCount() const;
-  /// The param called `name`, or null (an index kept up to date as params are added).
+  /// The param called `name` (a caller's or a dropped one), or null (an index
+  /// kept up to date as params are added).
   const GraphParam *param(const std::string &name) const;
+  /// The dropped param called `name`, or null.
+  const DroppedParam *droppedParam(const std::string &name) const;
   /// The states: forward values read with a positive delay (h for h[t-1]),
   /// by name, in node order.
   std::vector<std::pair<std::string, NodeId>> states() const;

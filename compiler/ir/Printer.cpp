@@ -1,6 +1,7 @@
 #include "ir/Printer.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <set>
 #include <utility>
 
@@ -68,6 +69,10 @@ std::string printGraph(const Graph &g, const SourceManager &sm) {
       out += " stacked with " + others;
     }
     out += "\n";
+  }
+  for (const DroppedParam &d : g.dropped) {
+    out += fmt::format("  param {}: [{}] dropout of {} keep {} at {}\n", d.name, fmt::join(d.shape, ", "), d.of, d.keep,
+                       d.site);
   }
   for (NodeId id = 0; id < g.nodes.size(); ++id) {
     const Node &n = g.node(id);

@@ -81,7 +81,31 @@ private:
                      {{it->second, "first declared here"}});
         continue;
       }
-      g_.params.push_back({w.name.name, w.shape, w.name.where, {}});
+      if (!w.dropped) g_.params.push_back({w.name.name, w.shape, w.name.where, {}});
+    }
+    for (const WrittenParam &w : text_.params) // after every caller's param: `of` may come later
+      if (w.dropped && paramDecl_.at(w.name.name) == w.name.where) addDropped(w);
+  }
+
+  /// `param W.dropout1: [r, c] dropout of W keep q at s`: of a caller's matrix
+  /// param of its shape, kept with a probability in (0, 1].
+  void addDropped(const WrittenParam &w) {
+    DroppedParam d;
+    static_cast<GraphParam &>(d) = {w.name.name, w.shape, w.name.where, {}};
+    d.of = w.of.name;
+    d.keep = w.keep;
+    d.site = w.site;
+    const GraphParam *of = g_.param(w.of.name);
+    if (!of || g_.droppedParam(w.of.name)) {
+      diags_.error(w.of.where, fmt::format("'{}' is no param of the caller's to drop", w.of.name));
+    } else if (of->shape.size() != 2 || of->shape != w.shape) {
+      diags_.error(w.of.where, fmt::format("a dropped param has the shape of the matrix it drops: '{}' is [{}], '{}' "
+                                           "is [{}]", w.name.name, fmt::join(w.shape, ", "), of->name,
+                                           fmt::join(of->shape, ", ")));
+    } else if (!(w.keep > 0 && w.keep <= 1)) {
+      diags_.error(w.keepWhere, "the probability a dropped param keeps is not in (0, 1]");
+    } else {
+      g_.dropped.push_back(std::move(d));
     }
   }
 
@@ -115,7 +139,9 @@ private:
       for (const WrittenName &m : w.stackedWith) {
         const GraphParam *p = paramNamed(m);
         if (!p || inBlock(m)) continue;
-        if (p->name == first.name) {
+        if (g_.droppedParam(p->name)) {
+          diags_.error(m.where, fmt::format("'{}' is a dropped param, made on its own: it lies in no block", m.name));
+        } else if (p->name == first.name) {
           diags_.error(m.where, fmt::format("'{}' is stacked with itself", m.name));
         } else if (first.shape.size() != 2 || p->shape.size() != 2 || p->shape[1] != first.shape[1]) {
           diags_.error(m.where,

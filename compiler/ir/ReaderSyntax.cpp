@@ -235,7 +235,8 @@ int64_t maxWidthOf(Op op) {
   return opKind(op) == OpKind::Accumulate ? ReadLimits::kMaxWidth * ReadLimits::kMaxWidth : ReadLimits::kMaxWidth;
 }
 
-/// param ::= 'param' name ':' '[' dim (',' dim)* ']' [ 'stacked' 'with' name (',' name)* ]
+/// param ::= 'param' name ':' '[' dim (',' dim)* ']'
+///           [ 'stacked' 'with' name (',' name)* | 'dropout' 'of' name 'keep' number 'at' site ]
 WrittenParam parseParam(LineParser &p) {
   WrittenParam w;
   w.name = p.name("a param's name");
@@ -250,6 +251,16 @@ WrittenParam parseParam(LineParser &p) {
     p.expectWord("with", "after 'stacked'");
     do w.stackedWith.push_back(p.name("a param's name"));
     while (p.accept(','));
+  } else if (p.acceptWord("dropout")) {
+    p.expectWord("of", "after 'dropout' (dropout of W keep 0.75 at 1)");
+    w.dropped = true;
+    w.of = p.name("the dropped param's name");
+    p.expectWord("keep", "after the dropped param (dropout of W keep 0.75 at 1)");
+    SourceLoc begin = p.mark();
+    w.keep = p.number();
+    w.keepWhere = p.from(begin);
+    p.expectWord("at", "after the probability it keeps (dropout of W keep 0.75 at 1)");
+    w.site = p.integer(0, 0xffffffffll, "a mask's site");
   }
   p.expectEnd("the param");
   return w;

@@ -45,6 +45,12 @@ struct WrittenParam {
   WrittenName name;
   std::vector<int64_t> shape;
   std::vector<WrittenName> stackedWith; // after the param itself
+  // `dropout of W keep 0.75 at 3`: a dropped param (DropConnect)
+  bool dropped = false;
+  WrittenName of;
+  double keep = 1;
+  int64_t site = 0;
+  SourceRange keepWhere;
 };
 
 /// `%5 = matmul W_hh, %22[t-1] : [512] bwd  # name @lstm.rnn:9`

@@ -16,6 +16,13 @@ GraphProblem findGraphProblem(const Graph &g) {
     if (!names.insert(p.name).second) return {fmt::format("param '{}' listed twice", p.name)};
     if (p.shape.empty() || p.shape.size() > 2) return {fmt::format("param '{}' has rank {}", p.name, p.shape.size())};
   }
+  for (const DroppedParam &d : g.dropped) {
+    if (!names.insert(d.name).second) return {fmt::format("param '{}' listed twice", d.name)};
+    const GraphParam *of = g.param(d.of);
+    if (!of || g.droppedParam(d.of) || of->shape.size() != 2 || of->shape != d.shape)
+      return {fmt::format("dropped param '{}' is not of a caller's matrix param of its shape", d.name)};
+    if (!(d.keep > 0 && d.keep <= 1)) return {fmt::format("dropped param '{}' keeps with probability {}", d.name, d.keep)};
+  }
   for (NodeId id = 0; id < g.nodes.size(); ++id) {
     const Node &n = g.node(id);
     if (n.dead) continue;

@@ -107,6 +107,8 @@ struct MemoryPlan {
   std::vector<std::pair<std::string, int>> initialStateGradients; // state -> buffer, as g.grads.states
   int64_t onesWidth = 0; // CUDA only: [T][B][onesWidth] ones that sum vector params' gradients over the rows
   int64_t maskKeyBytes = 0; // dropout, zoneout: the masks' key and mode forward keeps for backward (4 words)
+  int64_t droppedElements = 0;     // dropped params (DropConnect): made in the workspace by forward
+  int64_t droppedGradElements = 0; // and their gradients, folded into the params' by backward
   bool lengths = false;      // --lengths: the workspace keeps lengths [B] (int32) and the loss's weight (one real)
   // Per sequence, float32. Bytes of the buffers with memory of their own:
   int64_t bytesPerStep = 0;         // per step of T

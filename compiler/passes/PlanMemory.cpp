@@ -464,6 +464,12 @@ void MemoryPlanner::figures() {
   for (const Node &n : g_.nodes)
     if (!n.dead && n.op == Op::Keep) m_.maskKeyBytes = 16;
     else if (!n.dead && n.op == Op::Active) m_.lengths = true;
+  for (const DroppedParam &d : g_.dropped) {
+    m_.maskKeyBytes = 16;
+    m_.droppedElements += d.shape[0] * d.shape[1];
+  }
+  for (const auto &[name, id] : g_.grads.params)
+    if (g_.droppedParam(name)) m_.droppedGradElements = m_.droppedElements;
   for (const Stage &stage : c_.schedule.stages)
     for (const Kernel &k : stage.kernels) {
       const Node &n = g_.node(k.nodes.front());

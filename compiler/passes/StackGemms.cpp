@@ -25,6 +25,7 @@ bool stackGemms(Graph &g, const TimeClasses &time) {
   std::set<std::string> blocked;
   for (const GraphParam &p : g.params)
     for (const auto &s : p.stackedWith) blocked.insert(s);
+  for (const DroppedParam &d : g.dropped) blocked.insert(d.name); // made one by one in the workspace
   bool changed = false;
   GraphBuilder b(g);
   for (auto &[key, members] : groups) {

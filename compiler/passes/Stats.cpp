@@ -57,6 +57,8 @@ Stats computeStats(const Compilation &c) {
   s.bufferFixedBytes = c.memory.fixedBytes;
   s.cudaBytesPerStep = 4 * c.memory.onesWidth;
   s.maskKeyBytes = c.memory.maskKeyBytes;
+  s.droppedParamBytes = 4 * c.memory.droppedElements;
+  s.droppedGradBytes = 4 * c.memory.droppedGradElements;
   s.buffers = c.memory.buffers;
   return s;
 }
@@ -69,6 +71,8 @@ int64_t workspaceBytes(const MemoryPlan &m, int64_t T, int64_t B, bool cuda) {
   if (cuda && m.onesWidth) total += aligned(B * T * 4 * m.onesWidth);
   if (m.maskKeyBytes) total += aligned(m.maskKeyBytes);
   if (m.lengths) total += aligned(4 * B) + aligned(8);
+  if (m.droppedElements) total += aligned(4 * m.droppedElements);
+  if (m.droppedGradElements) total += aligned(4 * m.droppedGradElements);
   return std::max<int64_t>(total, 64);
 }
 
@@ -109,6 +113,8 @@ nlohmann::json statsJson(const Stats &s) {
           {"buffer_fixed_bytes", s.bufferFixedBytes},
           {"cuda_bytes_per_step", s.cudaBytesPerStep},
           {"mask_key_bytes", s.maskKeyBytes},
+          {"dropped_param_bytes", s.droppedParamBytes},
+          {"dropped_grad_bytes", s.droppedGradBytes},
           {"workspace", {{"align_bytes", 64}, {"buffers", buffers}}},
           {"kernels", s.kernels}};
 }

@@ -55,6 +55,7 @@ def expected_bytes(stats, T, B, cuda):
     if cuda and stats["cuda_bytes_per_step"]:
         total += rounded(B * T * stats["cuda_bytes_per_step"])
     total += rounded(stats["mask_key_bytes"])
+    total += rounded(stats["dropped_param_bytes"]) + rounded(stats["dropped_grad_bytes"])
     return max(total, align)
 
 
