@@ -1,5 +1,6 @@
 // 1. Group live single-param MatMul nodes by (operand, delay, stage), where the
-//    stage is the loop, or the level for time-parallel nodes.
+//    stage is the loop, or the level for time-parallel nodes. Products of a
+//    dropped param stay alone: forward makes each in the workspace on its own.
 // 2. A group of two or more whose params are distinct and in no other block
 //    becomes one MatMul over the params in node order, and each member a Slice
 //    of it at its rows.
@@ -18,14 +19,13 @@ bool stackGemms(Graph &g, const TimeClasses &time) {
   std::map<std::tuple<NodeId, int32_t, int, int>, std::vector<NodeId>> groups;
   for (NodeId id = 0; id < g.nodes.size(); ++id) {
     const Node &n = g.node(id);
-    if (n.dead || n.op != Op::MatMul || n.params.size() != 1) continue;
+    if (n.dead || n.op != Op::MatMul || n.params.size() != 1 || g.droppedParam(n.params[0])) continue;
     int loop = time.loopOf[id];
     groups[{n.inputs[0].src, n.inputs[0].delay, loop, loop < 0 ? time.level[id] : 0}].push_back(id);
   }
   std::set<std::string> blocked;
   for (const GraphParam &p : g.params)
     for (const auto &s : p.stackedWith) blocked.insert(s);
-  for (const DroppedParam &d : g.dropped) blocked.insert(d.name); // made one by one in the workspace
   bool changed = false;
   GraphBuilder b(g);
   for (auto &[key, members] : groups) {

@@ -136,6 +136,9 @@ std::string statsText(const Stats &s) {
   out += fmt::format("workspace: {} bytes per step and sequence plus {} per sequence, {} buffers ({} sharing memory)",
                      s.bufferBytesPerStep, s.bufferFixedBytes, s.buffers.size(), sharing);
   if (s.cudaBytesPerStep) out += fmt::format("; CUDA adds {} per step", s.cudaBytesPerStep);
+  if (s.droppedParamBytes)
+    out += fmt::format("; dropped params {} bytes{}", s.droppedParamBytes,
+                       s.droppedGradBytes ? fmt::format(" and {} for their gradients", s.droppedGradBytes) : "");
   return out + "\n";
 }
 

@@ -17,7 +17,7 @@
                            equal the same loops run step by step, f64 and f32
   test_threads.py          the compiled engine gives the same bits with 1, 2
                            and 3 threads, under several OpenBLAS core types
-  test_masks.py            dropout and zoneout: the engines draw the same
+  test_masks.py            dropout, DropConnect and zoneout: the engines draw the same
                            masks; their statistics, evaluation, gradients
   test_lengths.py          --lengths: every sample with lengths equals each
                            sequence cut and run alone; bad lengths refused

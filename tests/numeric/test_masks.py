@@ -1,6 +1,6 @@
-"""Dropout and zoneout (docs/language.md#dropout-and-zoneout): the masks every
-engine draws for a seed, their statistics, evaluation mode, and gradients with
-a fixed seed against finite differences."""
+"""Dropout, DropConnect and zoneout (docs/language.md#dropout-and-zoneout): the
+masks every engine draws for a seed, their statistics, evaluation mode, and
+gradients with a fixed seed against finite differences."""
 import os
 import sys
 
@@ -11,7 +11,8 @@ import numlib as nl  # noqa: E402
 import rnnrun  # noqa: E402
 
 # An LSTM with every kind of mask: dropout on its input (a mask per step),
-# zoneout on both states, variational dropout on its output.
+# DropConnect on W_hh (a mask per call), zoneout on both states, variational
+# dropout on its output.
 ZONEOUT_LSTM = """
 dim I = 3
 dim H = 4
@@ -20,7 +21,7 @@ cell ZoneoutLSTM(x: [I]) -> y, h {
   param W_hh: [4*H, H]
   param b: [4*H]
   xd = dropout(x, 0.25)
-  i, f, g, o = split(W_ih @ xd + W_hh @ h[t-1] + b, 4)
+  i, f, g, o = split(W_ih @ xd + dropout(W_hh, 0.4) @ h[t-1] + b, 4)
   c = zoneout(sigmoid(f) * c[t-1] + sigmoid(i) * tanh(g), c[t-1], 0.3)
   h = zoneout(sigmoid(o) * tanh(c), h[t-1], 0.1)
   y = dropout(h, 0.5, per = sequence)
@@ -51,6 +52,16 @@ cell ZoneoutMinGRU(x: [I]) -> h {
   z = sigmoid(zx)
   h = zoneout((1 - z) * h[t-1] + z * hc, h[t-1], 0.2)
   loss = mean(h * h)
+}
+"""
+
+# DropConnect alone: with the unit vectors as inputs (e_t at step t), the
+# output at step t is column t of the dropped matrix, for every sequence.
+DROPCONNECT = """
+dim W = 64
+cell DropConnect(x: [W]) -> y {
+  param M: [W, W]
+  y = dropout(M, 0.3) @ x
 }
 """
 
@@ -143,7 +154,8 @@ def gradients_fd(rnnc):
         inputs = {"x": rng.normal(0, 1, (T, B, 3))}
         res = run(rnnc, path, params, inputs, os.path.join(d, "g"), "train", 11, grads={})
         eps, worst = 1e-6, 0.0
-        for name, idx in (("W_ih", (5, 1)), ("W_hh", (9, 2)), ("W_hh", (2, 3)), ("b", (13,)), ("b", (6,))):
+        for name, idx in (("W_ih", (5, 1)), ("W_hh", (9, 2)), ("W_hh", (2, 3)), ("W_hh", (14, 0)), ("W_hh", (7, 1)),
+                          ("b", (13,)), ("b", (6,))):
             vals = []
             for sign in (1, -1):
                 p = {k: v.copy() for k, v in params.items()}
@@ -211,9 +223,45 @@ def statistics(rnnc):
         nl.cleanup(d)
 
 
+def dropconnect(rnnc):
+    """dropout(M, p) @ x: one mask per call, the same at every step and for every sequence; kept elements are
+    M / (1 - p); evaluation is M exactly; the engines draw alike; another seed draws another mask."""
+    d = nl.scratch("masks-dropconnect")
+    try:
+        path = write(d, "d.rnn", DROPCONNECT)
+        rng = np.random.default_rng(6)
+        W, Bn = 64, 3
+        params = {"M": rng.uniform(0.5, 2.0, (W, W))}
+        x = np.repeat(np.eye(W)[:, None, :], Bn, axis=1)  # [T = W, B, W]: e_t at step t
+        dropped = lambda out: rnnrun.load(out, "y").transpose(1, 2, 0)  # noqa: E731  [B][row][t = column]
+        ev = dropped(run(rnnc, path, params, {"x": x}, os.path.join(d, "eval"), "eval", 5))
+        if rel_err(ev, np.broadcast_to(params["M"], ev.shape)) > 1e-15:
+            raise nl.Failure("dropout(M, p) @ x in evaluation is not M @ x")
+        tr = dropped(run(rnnc, path, params, {"x": x}, os.path.join(d, "train"), "train", 5))
+        if not all(np.array_equal(tr[0], tr[b]) for b in range(Bn)):
+            raise nl.Failure("DropConnect drew different masks for different sequences (or steps)")
+        ratio = tr[0] / params["M"]
+        kept = np.isclose(ratio, 1 / 0.7, rtol=1e-12)
+        if not np.all(kept | (tr[0] == 0)):
+            raise nl.Failure("a DropConnect element is neither 0 nor M / (1 - p)")
+        frac = 1 - kept.mean()
+        if abs(frac - 0.3) > 7 * np.sqrt(0.21 / kept.size):
+            raise nl.Failure(f"dropout(M, 0.3) dropped {frac:.4f} of {kept.size} elements")
+        same = dropped(run(rnnc, path, params, {"x": x}, os.path.join(d, "same"), "train", 5, "compiled"))
+        if not np.array_equal(same == 0, tr == 0) or rel_err(same, tr) > 1e-12:
+            raise nl.Failure("the compiled engine drew another DropConnect mask for the same seed")
+        other = dropped(run(rnnc, path, params, {"x": x}, os.path.join(d, "other"), "train", 6))
+        if np.array_equal(other == 0, tr == 0):
+            raise nl.Failure("another seed drew the same DropConnect mask")
+        return f"dropped {frac:.4f} of {kept.size} weights (p = 0.3), one mask for {Bn} sequences and {W} steps"
+    finally:
+        nl.cleanup(d)
+
+
 def cases(rnnc):
     return [("masks-engines", lambda: engines_agree(rnnc)), ("masks-fd", lambda: gradients_fd(rnnc)),
-            ("masks-stats", lambda: statistics(rnnc)), ("masks-scan", lambda: scan_candidate(rnnc))]
+            ("masks-stats", lambda: statistics(rnnc)),
+            ("masks-dropconnect", lambda: dropconnect(rnnc)), ("masks-scan", lambda: scan_candidate(rnnc))]
 
 
 if __name__ == "__main__":
