@@ -11,7 +11,9 @@
 #include "rnnc/memory.h"
 #include "rnnc/trainer.h"
 
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <fmt/format.h>
 
 namespace rnnc {
@@ -51,7 +53,25 @@ public:
     c.add_option("--save", t.save, "write a checkpoint here (at the end, and every --save-every steps)")->type_name("CKPT");
     c.add_option("--save-every", t.save_every, "steps between checkpoints")->check(CLI::NonNegativeNumber);
     c.add_option("--resume", t.resume, "continue from this checkpoint")->type_name("CKPT");
-    c.add_option("--log", t.log, "a CSV log: step, loss, metric, grad norm, lr, seconds")->type_name("FILE.csv");
+    c.add_option("--log", t.log, "a CSV log: step, loss, metric, grad norm, lr, seconds, eval loss, eval metric")
+        ->type_name("FILE.csv");
+    // A count of 0 or more, said plainly (CLI11's range check prints its bounds in full).
+    CLI::Validator count(
+        [](std::string &text) -> std::string {
+          char *end = nullptr;
+          errno = 0;
+          long long v = std::strtoll(text.c_str(), &end, 10);
+          if (text.empty() || *end || errno || v < 0) return "expected a whole number, 0 or more, got '" + text + "'";
+          return "";
+        },
+        "N >= 0");
+    c.add_option("--eval-every", t.eval_every,
+                 "steps between evaluations on held-out data in eval mode, and one after the last step "
+                 "(0: only after the last)")
+        ->check(count);
+    c.add_option("--eval-batches", t.eval_batches,
+                 "segments per evaluation (0: no evaluation, and text trains on all of the file)")
+        ->check(count);
     c.add_flag("--quiet", t.quiet, "no progress, only errors");
     c.add_flag("--skip-nonfinite", t.skip_nonfinite,
                "skip a step whose loss or gradient is not finite, and count it (default: stop there)");

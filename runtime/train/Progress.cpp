@@ -61,7 +61,7 @@ bool Progress::openLog(const std::string &path, bool append, std::string &error)
     return false;
   }
   logPath_ = path;
-  if (!resumeRows) log_ << "step,loss,metric,grad_norm,lr,seconds\n";
+  if (!resumeRows) log_ << "step,loss,metric,grad_norm,lr,seconds,eval_loss,eval_metric\n";
   return true;
 }
 
@@ -69,11 +69,20 @@ void Progress::flushLog() {
   if (log_.is_open()) log_.flush();
 }
 
-void Progress::update(int64_t step, double loss, double metric, double gradNorm, double lr) {
+void Progress::update(int64_t step, double loss, double metric, double gradNorm, double lr,
+                      const Evaluation *evaluation) {
   const double now = seconds();
-  if (log_.is_open()) log_ << fmt::format("{},{},{},{},{},{:.3f}\n", step, loss, metric, gradNorm, lr, now);
-  const int64_t count = total_ - first_;
+  if (log_.is_open())
+    log_ << fmt::format("{},{},{},{},{},{:.3f},{}\n", step, loss, metric, gradNorm, lr, now,
+                        evaluation ? fmt::format("{},{}", evaluation->loss, evaluation->metric) : ",");
   if (!out_) return;
+  if (evaluation) lastDraw_ = -1;  // the bar shows this step before the evaluation's line
+  progressLine(step, loss, metric, now);
+  if (evaluation) evaluationLine(*evaluation);
+}
+
+void Progress::progressLine(int64_t step, double loss, double metric, double now) {
+  const int64_t count = total_ - first_;
   if (tty_) {
     if (step != total_ && now - lastDraw_ < kRedrawSeconds) return;
     lastDraw_ = now;
@@ -96,6 +105,16 @@ void Progress::line(int64_t step, double loss, double metric) {
   const double now = seconds();
   const double rate = now > 0 ? static_cast<double>(step - first_) / now : 0.0;
   fmt::print(out_, "step {}/{}  loss {:.4f}  {} {:.4f}  {:.1f} steps/s\n", step, total_, loss, metric_, metric, rate);
+  std::fflush(out_);
+}
+
+void Progress::evaluationLine(const Evaluation &e) {
+  if (tty_ && drawn_) { // the bar as it stands stays above the line; the next update draws a new one
+    fmt::print(out_, "\n");
+    drawn_ = false;
+    lastDraw_ = -1;
+  }
+  fmt::print(out_, "eval step {}/{}  loss {:.4f}  {} {:.4f}\n", e.step, total_, e.loss, metric_, e.metric);
   std::fflush(out_);
 }
 

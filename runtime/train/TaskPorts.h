@@ -31,6 +31,6 @@ private:
 std::unique_ptr<Task> makeAddingTask(const rnnc_model &m, int64_t T, int64_t B, uint64_t seed, std::string &error);
 std::unique_ptr<Task> makeCopyTask(const rnnc_model &m, int64_t T, int64_t B, uint64_t seed, std::string &error);
 std::unique_ptr<Task> makeTextTask(const std::string &path, const rnnc_model &m, int64_t T, int64_t B, uint64_t seed,
-                                   int64_t least, std::string &error);
+                                   int64_t least, TaskData data, std::string &error);
 
 }  // namespace rnnc::rt

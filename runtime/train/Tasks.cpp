@@ -1,9 +1,12 @@
-// The task base (segment shapes, the RNG as text), the port binder and the
-// factory that reads a task spec.
+// The task base (segment shapes, the RNG as text), the port binder, the
+// held-out data's rules and the factory that reads a task spec.
 #include "train/TaskPorts.h"
+
+#include "rnnc/workspace.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <sstream>
 
 namespace rnnc::rt {
@@ -82,8 +85,16 @@ bool PortBinder::output(const std::function<bool(const rnnc_tensor &)> &fits, co
   return false;
 }
 
+int64_t heldOutBytes(int64_t size, int64_t T, int64_t B) { return std::max((size + 9) / 10, B * (T + 1)); }
+
+uint64_t heldOutSeed(uint64_t seed) {
+  using host::scalar::splitmix64;
+  constexpr uint64_t kHeldOut = 0x68656c642d6f7574;  // "held-out"
+  return splitmix64(seed ^ splitmix64(kHeldOut));
+}
+
 std::unique_ptr<Task> makeTask(const std::string &spec, const rnnc_model &m, int64_t T, int64_t B, uint64_t seed,
-                               std::string &error, int64_t least) {
+                               std::string &error, int64_t least, TaskData data) {
   if (T < 1 || B < 1) {
     error = fmt::format("the batch and the BPTT length must be positive, not {} and {}", B, T);
     return nullptr;
@@ -92,9 +103,11 @@ std::unique_ptr<Task> makeTask(const std::string &spec, const rnnc_model &m, int
     error = fmt::format("--min-bptt goes with the text task (text:PATH), not {}", spec);
     return nullptr;
   }
-  if (spec == "adding") return makeAddingTask(m, T, B, seed, error);
-  if (spec == "copy") return makeCopyTask(m, T, B, seed, error);
-  if (spec.rfind("text:", 0) == 0) return makeTextTask(spec.substr(5), m, T, B, seed, least, error);
+  const uint64_t synthetic = data == TaskData::HeldOut ? heldOutSeed(seed) : seed;
+  if (spec == "adding") return makeAddingTask(m, T, B, synthetic, error);
+  if (spec == "copy") return makeCopyTask(m, T, B, synthetic, error);
+  if (spec.rfind("text:", 0) == 0)
+    return makeTextTask(spec.substr(5), m, T, B, seed, data == TaskData::HeldOut ? 0 : least, data, error);
   error = fmt::format("unknown task '{}' (expected adding, copy or text:PATH)", spec);
   return nullptr;
 }

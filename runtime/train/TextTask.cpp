@@ -15,6 +15,11 @@
 //      moves on by that length. The lengths of segment k are a hash of (seed,
 //      k, stream), so the position saved is k, the segments since the streams
 //      last started over, and each stream's offset is replayed from it.
+//   6. A run that evaluates holds out the text's tail (heldOutBytes: the last
+//      10%, at least B·(T+1) bytes): its training task (TaskData::Training)
+//      reads the rest, cut into B streams as above, and its evaluation task
+//      (TaskData::HeldOut) the tail, cut alike, all T steps every segment.
+//      The vocabulary is the whole file's either way.
 // Metric: bits per character, the loss (nats, a mean) / ln 2.
 #include "train/TaskPorts.h"
 
@@ -35,13 +40,16 @@ constexpr uint64_t kMaxTextBytes = 1ull << 30;
 class TextTask final : public Task {
 public:
   TextTask(const rnnc_model &m, int64_t T, int64_t B, uint64_t seed, std::string path, std::vector<uint8_t> text,
-           int64_t vocabulary, double bits, int tokens, int targets, int64_t least)
+           int64_t vocabulary, double bits, int tokens, int targets, int64_t least, int64_t heldOut)
       : Task(m, T, B, seed), path_(std::move(path)), text_(std::move(text)), vocabulary_(vocabulary), bits_(bits),
         stream_(static_cast<int64_t>(text_.size()) / B), tokens_(tokens), targets_(targets), least_(least),
-        seed_(seed), offsets_(static_cast<size_t>(B), 0) {}
+        heldOut_(heldOut), seed_(seed), offsets_(static_cast<size_t>(B), 0) {}
 
+  /// "text:PATH", then " --min-bptt MIN" and " (tail held out)" where they
+  /// apply: a checkpoint resumes only on the same data.
   std::string spec() const override {
-    return least_ ? fmt::format("text:{} --min-bptt {}", path_, least_) : "text:" + path_;
+    return "text:" + path_ + (least_ ? fmt::format(" --min-bptt {}", least_) : "") +
+           (heldOut_ ? " (tail held out)" : "");
   }
   std::string metricName() const override { return "bpc"; }
   bool carriesState() const override { return true; }
@@ -49,6 +57,7 @@ public:
   int64_t position() const override { return position_; }
   int64_t vocabulary() const override { return vocabulary_; }
   double unigramBits() const override { return bits_; }
+  int64_t heldOut() const override { return heldOut_; }
 
   bool setPosition(int64_t position, std::string &error) override {
     const int64_t most = least_ ? stream_ / least_ : stream_; // segments: each moves a stream on by least_ or more
@@ -113,6 +122,7 @@ private:
 
   int tokens_, targets_;
   int64_t least_;               // 0: every segment T steps
+  int64_t heldOut_;             // the bytes of the file's tail held out for evaluation (0: none)
   uint64_t seed_;
   std::vector<int64_t> offsets_; // each stream's offset at the next segment
   int64_t position_ = 0;        // the offset (bytes) of every stream, or with least_ the segments since the start
@@ -120,10 +130,14 @@ private:
 };
 
 /// Reads `path` whole, refusing what is not a regular file of 1 byte to 1 GiB
-/// holding B streams of T+1 bytes.
-bool readText(const std::string &path, int64_t T, int64_t B, std::vector<uint8_t> &out, std::string &error) {
+/// holding B streams of T+1 bytes (twice that with `heldOut`: as many for
+/// the evaluation).
+bool readText(const std::string &path, int64_t T, int64_t B, bool heldOut, std::vector<uint8_t> &out,
+              std::string &error) {
   uint64_t least = 0;
-  if (__builtin_mul_overflow(static_cast<uint64_t>(B), static_cast<uint64_t>(T) + 1, &least)) least = UINT64_MAX;
+  if (__builtin_mul_overflow(static_cast<uint64_t>(B), static_cast<uint64_t>(T) + 1, &least) ||
+      __builtin_mul_overflow(least, heldOut ? 2u : 1u, &least))
+    least = UINT64_MAX;
   auto file = io::InputFile::open(path, error);
   if (!file) return false;
   if (file->size() == 0) {
@@ -134,9 +148,16 @@ bool readText(const std::string &path, int64_t T, int64_t B, std::vector<uint8_t
     error = fmt::format("{}: the file is {} bytes, more than the text task's limit of 1 GiB", path, file->size());
     return false;
   }
-  if (file->size() < least) {
+  if (file->size() < least && !heldOut) {
     error = fmt::format("{}: the file is {} bytes; {} streams of {}+1 bytes need at least {}", path, file->size(), B, T,
                         least);
+    return false;
+  }
+  if (file->size() < least) {
+    error = fmt::format("{}: the file is {} bytes, too short to hold out a part for evaluation: {} streams of {}+1 "
+                        "bytes for training and as many held out need at least {} (--eval-batches 0: no evaluation, "
+                        "all of it trains)",
+                        path, file->size(), B, T, least);
     return false;
   }
   out.resize(file->size());
@@ -146,7 +167,7 @@ bool readText(const std::string &path, int64_t T, int64_t B, std::vector<uint8_t
 }  // namespace
 
 std::unique_ptr<Task> makeTextTask(const std::string &path, const rnnc_model &m, int64_t T, int64_t B, uint64_t seed,
-                                   int64_t least, std::string &error) {
+                                   int64_t least, TaskData data, std::string &error) {
   if (least < 0 || least > T) {
     error = fmt::format("--min-bptt {} is not in 1..{} (the --bptt)", least, T);
     return nullptr;
@@ -160,7 +181,7 @@ std::unique_ptr<Task> makeTextTask(const std::string &path, const rnnc_model &m,
     return nullptr;
   }
   std::vector<uint8_t> text;
-  if (!readText(path, T, B, text, error)) return nullptr;
+  if (!readText(path, T, B, data != TaskData::All, text, error)) return nullptr;
 
   std::array<uint64_t, 256> counts{};
   for (uint8_t c : text) ++counts[c];
@@ -201,7 +222,14 @@ std::unique_ptr<Task> makeTextTask(const std::string &path, const rnnc_model &m,
   if (!ports.allBound(error) ||
       !ports.output(covers, fmt::format("logits of width at least the vocabulary size {}", vocabulary), error))
     return nullptr;
-  return std::make_unique<TextTask>(m, T, B, seed, path, std::move(text), vocabulary, bits, tokens, targets, least);
+  // A run that evaluates: the training reads the text up to its held-out tail, the evaluation the tail.
+  const int64_t size = static_cast<int64_t>(text.size());
+  const int64_t heldOut = data == TaskData::All ? 0 : heldOutBytes(size, T, B);
+  if (data == TaskData::Training) text.resize(static_cast<size_t>(size - heldOut));
+  if (data == TaskData::HeldOut) text.erase(text.begin(), text.end() - heldOut);
+  text.shrink_to_fit();
+  return std::make_unique<TextTask>(m, T, B, seed, path, std::move(text), vocabulary, bits, tokens, targets, least,
+                                    heldOut);
 }
 
 }  // namespace rnnc::rt

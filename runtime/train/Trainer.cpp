@@ -12,9 +12,11 @@
 //      skip_nonfinite, skips the step); clipping; the optimizer step (a param
 //      that becomes non-finite stops the run); the final states kept for the
 //      next segment; the metric from output 0; progress and the CSV row; a
-//      checkpoint every save_every steps (the log flushed first) and at the end.
+//      checkpoint every save_every steps (the log flushed first) and at the end;
+//   6. after every eval_every-th step and the last: the held-out evaluation
+//      (HeldOut below), before the step's progress and CSV row.
 // Everything runs in a fixed order on the CPU, so the losses depend only on
-// the seed and the checkpoint a run starts from.
+// the seed and the checkpoint a run starts from (not on the evaluations).
 #include "rnnc/trainer.h"
 
 #include "rnnc/device.h"
@@ -31,6 +33,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <memory>
+#include <random>
 
 namespace rnnc::rt {
 namespace {
@@ -60,6 +63,11 @@ bool checkRun(const rnnc_model &m, const std::vector<float> &params, const Train
   }
   if (o.steps < 0 || o.save_every < 0) {
     error = fmt::format("the steps and the save interval must not be negative, not {} and {}", o.steps, o.save_every);
+    return false;
+  }
+  if (o.eval_every < 0 || o.eval_batches < 0) {
+    error = fmt::format("--eval-every and --eval-batches must not be negative, not {} and {}", o.eval_every,
+                        o.eval_batches);
     return false;
   }
   if (o.batch < 1 || o.bptt < 1) {
@@ -191,12 +199,64 @@ struct Run {
   int64_t skipped = 0;
 };
 
+/// The held-out evaluation (run with eval_batches > 0): its own task on data
+/// the training never reads (TaskData::HeldOut), replayed from its start at
+/// every evaluation so that each sees the same segments; its own carried
+/// states (zero at the start of each evaluation, carried from segment to
+/// segment when the task carries them). Forward only, in eval mode (no masks:
+/// dropout is the identity, zoneout its expectation). It shares the run's
+/// workspace, params, inputs and output 0, which nothing reads across steps,
+/// and leaves the training's task, carried states and optimizer alone.
+struct HeldOut {
+  std::unique_ptr<Task> task;
+  std::mt19937_64 start;                  // the task's RNG before its first segment
+  std::vector<std::vector<float>> carry;  // per state [depth][B][w]; empty when the task carries none
+  std::vector<std::vector<float>> finals; // what forward writes into, the next segment's carry
+  Segment segment;
+
+  /// Back to the first segment, with zero states.
+  bool rewind(std::string &error) {
+    task->rng() = start;
+    for (auto &c : carry) std::fill(c.begin(), c.end(), 0.0f);
+    return task->setPosition(0, error);
+  }
+};
+
+/// Makes the evaluation of a run of `o` (null when o.eval_batches is 0, or on error).
+std::unique_ptr<HeldOut> makeHeldOut(const rnnc_model &m, const TrainOptions &o, std::string &error) {
+  if (o.eval_batches == 0) return nullptr;
+  auto held = std::make_unique<HeldOut>();
+  held->task = makeTask(o.task, m, o.bptt, o.batch, o.seed, error, o.min_bptt, TaskData::HeldOut);
+  if (!held->task) return nullptr;
+  held->start = held->task->rng();
+  if (held->task->carriesState())
+    for (int k = 0; k < m.n_states; ++k)
+      held->carry.emplace_back(static_cast<size_t>(m.states[k].depth * o.batch * m.states[k].shape[0]), 0.0f);
+  held->finals = held->carry;
+  return held;
+}
+
+/// Whether an evaluation follows `step`: every eval_every steps and after the last.
+bool evaluationDue(const TrainOptions &o, int64_t step) {
+  return o.eval_batches > 0 && (step == o.steps || (o.eval_every > 0 && step % o.eval_every == 0));
+}
+
+/// ", evaluated in eval mode on 8 held-out segments (the last 4096 bytes) every 100 steps and at the end".
+std::string evaluationText(const Run &r) {
+  if (r.o.eval_batches == 0) return "";
+  const int64_t held = r.task->heldOut();
+  return fmt::format(", evaluated in eval mode on {} held-out segment{}{} {}", r.o.eval_batches,
+                     r.o.eval_batches == 1 ? "" : "s", held ? fmt::format(" (the last {} bytes)", held) : "",
+                     r.o.eval_every > 0 ? fmt::format("every {} steps and at the end", r.o.eval_every) : "at the end");
+}
+
 std::string startLine(const Run &r) {
   std::string line = fmt::format("train {}: model '{}', {} params, batch {}, bptt {}, {} lr {}", r.task->spec(),
                                  r.m.name, r.m.param_elements, r.o.batch, r.o.bptt, r.opt->name(),
                                  r.opt->learningRate());
   if (r.task->vocabulary() > 0)
     line += fmt::format(", vocabulary {} (unigram entropy {:.3f} bits)", r.task->vocabulary(), r.task->unigramBits());
+  line += evaluationText(r);
   if (r.step > 0) line += fmt::format(", resuming at step {} from {}", r.step, r.o.resume);
   return line;
 }
@@ -209,8 +269,10 @@ bool trainChecked(const rnnc_model &m, std::vector<float> &params, const TrainOp
   if (!checkTrainingPlan(m, o, error)) return false;
   Run r{m, o, params, nullptr, nullptr, {}, 0};
   const int64_t T = o.bptt, B = o.batch;
-  r.task = makeTask(o.task, m, T, B, o.seed, error, o.min_bptt);
+  r.task = makeTask(o.task, m, T, B, o.seed, error, o.min_bptt, o.eval_batches > 0 ? TaskData::Training : TaskData::All);
   if (!r.task) return false;
+  std::unique_ptr<HeldOut> held = makeHeldOut(m, o, error);
+  if (o.eval_batches > 0 && !held) return false;
   r.opt = makeOptimizer(o.optimizer, m.param_elements, o.lr, o.momentum, error);
   if (!r.opt) return false;
   if (r.task->carriesState()) {
@@ -242,6 +304,13 @@ bool trainChecked(const rnnc_model &m, std::vector<float> &params, const TrainOp
   std::vector<void *> dFinals, dOutputs(static_cast<size_t>(m.n_outputs), nullptr);
   for (auto &f : finals) dFinals.push_back(mem.mirror(f.data(), static_cast<int64_t>(f.size()) * 4));
   dOutputs[0] = dOutput;
+  // The evaluation's states where the model reads and writes them (its own, not the training's).
+  std::vector<void *> dHeldStates, dHeldFinals;
+  for (size_t k = 0; held && k < held->carry.size(); ++k) {
+    const int64_t bytes = static_cast<int64_t>(held->carry[k].size()) * 4;
+    dHeldStates.push_back(mem.mirror(held->carry[k].data(), bytes));
+    dHeldFinals.push_back(mem.mirror(held->finals[k].data(), bytes));
+  }
   if (!ws || !dParams || !dGrads || !dOutput || !mem.error().empty()) {
     error = fmt::format("model '{}': {}", m.name, mem.error());
     return false;
@@ -251,7 +320,54 @@ bool trainChecked(const rnnc_model &m, std::vector<float> &params, const TrainOp
     return copied;
   };
   std::vector<const void *> states(dStates.begin(), dStates.end());
+  std::vector<const void *> heldStates(dHeldStates.begin(), dHeldStates.end());
   Segment segment;
+  // The inputs of a segment where the model reads them: uploaded on CUDA.
+  auto placeInputs = [&](const Segment &s, std::vector<const void *> &inputs) {
+    inputs = s.pointers;
+    for (size_t k = 0; k < dInputs.size(); ++k) {
+      const int64_t bytes = T * B * (m.inputs[k].is_index ? 1 : m.inputs[k].shape[0]) * 4;
+      if (!moved(mem.upload(dInputs[k], s.pointers[k], bytes))) return false;
+      inputs[k] = dInputs[k];
+    }
+    return true;
+  };
+  // Step 6: eval_batches segments of the held-out data with the params as they
+  // are after `step`; the loss and metric, each the mean over the segments.
+  auto evaluate = [&](int64_t step, Evaluation &e) {
+    if (!held->rewind(error)) return false;
+    if (!moved(mem.upload(dParams, params.data(), paramBytes))) return false;
+    const rnnc_run_options evalMode{0, o.seed, 0, nullptr};
+    double loss = 0, metric = 0;
+    std::vector<const void *> inputs;
+    for (int64_t k = 0; k < o.eval_batches; ++k) {
+      held->task->next(held->segment);
+      if (held->task->wrapped())
+        for (auto &c : held->carry) std::fill(c.begin(), c.end(), 0.0f);
+      if (!placeInputs(held->segment, inputs)) return false;
+      for (size_t j = 0; j < dHeldStates.size(); ++j)
+        if (!moved(mem.upload(dHeldStates[j], held->carry[j].data(), static_cast<int64_t>(held->carry[j].size()) * 4)))
+          return false;
+      if (m.forward(ws, T, B, dParams, inputs.data(), held->carry.empty() ? nullptr : heldStates.data(),
+                    dOutputs.data(), dHeldFinals.data(), nullptr, &evalMode, nullptr)) {
+        error = fmt::format("model '{}': forward failed in the evaluation after step {}: {}", m.name, step,
+                            m.last_error());
+        return false;
+      }
+      const double segmentLoss = m.read_loss(ws, T, B, nullptr);
+      for (size_t j = 0; j < held->carry.size(); ++j) {
+        const int64_t bytes = static_cast<int64_t>(held->finals[j].size()) * 4;
+        if (!moved(mem.download(held->finals[j].data(), dHeldFinals[j], bytes))) return false;
+        held->carry[j] = held->finals[j];
+      }
+      if (!moved(mem.download(output.data(), dOutput, outputBytes))) return false;
+      loss += segmentLoss;
+      metric += held->task->metric(output.data(), segmentLoss);
+    }
+    e = Evaluation{step, loss / static_cast<double>(o.eval_batches), metric / static_cast<double>(o.eval_batches)};
+    result.evaluations.push_back(e);
+    return true;
+  };
 
   if (!o.quiet) fmt::print(stderr, "{}\n", startLine(r));
   Progress progress(r.step, o.steps, r.task->metricName(), o.quiet ? nullptr : stderr, isTerminal(stderr));
@@ -262,17 +378,21 @@ bool trainChecked(const rnnc_model &m, std::vector<float> &params, const TrainOp
     progress.flushLog();
     return r.save(error);
   };
+  // The step's progress and CSV row, after its evaluation if one is due.
+  auto report = [&](int64_t step, double loss, double metric, double norm) {
+    Evaluation e;
+    const bool evaluated = evaluationDue(o, step);
+    if (evaluated && !evaluate(step, e)) return false;
+    progress.update(step, loss, metric, norm, r.opt->learningRate(), evaluated ? &e : nullptr);
+    return true;
+  };
   while (r.step < o.steps) {
     const int64_t step = r.step + 1;
     r.task->next(segment);
     if (r.task->wrapped())
       for (auto &c : r.carry) std::fill(c.begin(), c.end(), 0.0f);
-    std::vector<const void *> inputs = segment.pointers;
-    for (size_t k = 0; k < dInputs.size(); ++k) {
-      const int64_t bytes = T * B * (m.inputs[k].is_index ? 1 : m.inputs[k].shape[0]) * 4;
-      if (!moved(mem.upload(dInputs[k], segment.pointers[k], bytes))) return false;
-      inputs[k] = dInputs[k];
-    }
+    std::vector<const void *> inputs;
+    if (!placeInputs(segment, inputs)) return false;
     for (size_t k = 0; k < dStates.size(); ++k)
       if (!moved(mem.upload(dStates[k], r.carry[k].data(), static_cast<int64_t>(r.carry[k].size()) * 4))) return false;
     if (!moved(mem.upload(dParams, params.data(), paramBytes))) return false;
@@ -315,8 +435,7 @@ bool trainChecked(const rnnc_model &m, std::vector<float> &params, const TrainOp
       r.step = step;
       result.losses.push_back(loss);
       result.steps_done = step;
-      progress.update(step, loss, std::nan(""), norm, r.opt->learningRate());
-      if (!checkpointIfDue(step)) return false;
+      if (!report(step, loss, std::nan(""), norm) || !checkpointIfDue(step)) return false;
       continue;
     }
     r.opt->step(params.data(), grads.data());
@@ -336,17 +455,20 @@ bool trainChecked(const rnnc_model &m, std::vector<float> &params, const TrainOp
     result.steps_done = step;
     result.last_loss = loss;
     result.last_metric = metric;
-    progress.update(step, loss, metric, norm, r.opt->learningRate());
-    if (!checkpointIfDue(step)) return false;
+    if (!report(step, loss, metric, norm) || !checkpointIfDue(step)) return false;
   }
   result.skipped = r.skipped;
   progress.finish();
   if (!result.losses.empty()) result.first_loss = result.losses.front();
   if (!o.save.empty() && !r.save(error)) return false;
   if (!o.quiet && !result.losses.empty())
-    fmt::print(stderr, "final {} {:.4f}, loss {:.4f} after {} steps{}\n", result.metric_name, result.last_metric,
+    fmt::print(stderr, "final {} {:.4f}, loss {:.4f} after {} steps{}{}\n", result.metric_name, result.last_metric,
                result.last_loss, result.steps_done,
-               r.skipped ? fmt::format(" ({} skipped as non-finite)", r.skipped) : "");
+               r.skipped ? fmt::format(" ({} skipped as non-finite)", r.skipped) : "",
+               result.evaluations.empty() ? ""
+                                          : fmt::format("; eval {} {:.4f}, loss {:.4f}", result.metric_name,
+                                                        result.evaluations.back().metric,
+                                                        result.evaluations.back().loss));
   return true;
 }
 
@@ -355,6 +477,7 @@ bool trainChecked(const rnnc_model &m, std::vector<float> &params, const TrainOp
 double trainingPlanBytes(const rnnc_model &m, const TrainOptions &o) {
   PlanParts parts;
   parts.params = 2 + (o.optimizer == "sgd" ? 1 : 2);  // params, gradients, the optimizer's slots
+  parts.inputs = o.eval_batches > 0 ? 2 : 1;           // the evaluation's segment too
   parts.outputs = 1;
   parts.firstOutputOnly = true;
   parts.states = true;

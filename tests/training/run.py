@@ -20,6 +20,15 @@
               and one with 2, write the same checkpoint bytes and log, under
               OpenBLAS's own core type, Haswell and one more (SkylakeX on an
               AVX-512 machine, else Sandybridge); another seed does not
+  eval        held-out evaluations (--eval-every, --eval-batches) print an eval
+              line and fill the log's eval cells, give the same figures in two
+              runs, and leave the training losses bit for bit as they are
+              without them (adding and text, and across a resume)
+  eval-mode   on a model with dropout, the eval loss of `rnnc train` is the
+              loss of `rnnc run --mode eval` on the held-out tail with the
+              trained params, and differs from `--mode train`'s
+  eval-refused a negative --eval-every or --eval-batches, and a text too short
+              to hold out a part, are refused with exit 1 and one clear line
   sigkill     a text run with a checkpoint every step, SIGKILLed at random
               moments (a third of them while a checkpoint is being written)
               and resumed each time, ends with the same checkpoint bytes and
@@ -58,6 +67,12 @@ def final(stderr, metric):
 def losses(path):
     with open(path) as f:
         return [row["loss"] for row in csv.DictReader(f)]
+
+
+def evals(path):
+    """The log's evaluations: (step, eval_loss, eval_metric) of the rows that have one."""
+    with open(path) as f:
+        return [(row["step"], row["eval_loss"], row["eval_metric"]) for row in csv.DictReader(f) if row["eval_loss"]]
 
 
 def check_adding(rnnc, work, env):
@@ -224,6 +239,163 @@ def check_memory(rnnc, work, env):
     return f"refused at 1 MiB (plan {m.group(1)} MiB) and beyond the machine; runs at the plan's figure"
 
 
+def check_eval(rnnc, work, env):
+    """Evaluations print a line and fill the log, replay the same held-out data (the same figures in two
+    runs), and change no training loss: adding with --eval-every 1, 7 or none; text (carried states) with
+    --eval-every 5 or none, and resumed from a checkpoint."""
+    base = [rnnc, "train", os.path.join(SAMPLES, "gru.rnn"), "-D", "I=8", "-D", "H=32", "--task", "adding",
+            "--bptt", "20", "--batch", "8", "--seed", "3", "--steps", "21"]
+    logs = {}
+    for name, extra in (("none", []), ("one", ["--eval-every", "1"]), ("seven", ["--eval-every", "7"]),
+                        ("seven-again", ["--eval-every", "7"]), ("off", ["--eval-batches", "0"])):
+        logs[name] = os.path.join(work, f"ev-{name}.csv")
+        err = run(base + extra + ["--log", logs[name]], env)
+        if name == "seven":
+            lines = [l for l in err.splitlines() if l.startswith("eval step ")]
+            assert [l.split()[2] for l in lines] == ["7/21", "14/21", "21/21"], f"eval lines:\n{err[-1500:]}"
+            assert re.match(r"eval step 7/21  loss [0-9.]+  mse [0-9.]+$", lines[0]), lines[0]
+            m = re.search(r"final mse [0-9.]+, loss [0-9.]+ after 21 steps; eval mse ([0-9.]+), loss ([0-9.]+)$", err)
+            assert m, f"no eval figures in the final line:\n{err[-800:]}"
+            last = evals(logs[name])[-1]
+            assert m.group(1) == f"{float(last[2]):.4f}", f"final line {m.group(0)!r} vs log {last}"
+    a = losses(logs["none"])
+    assert len(a) == 21, a
+    for name in ("one", "seven", "off"):
+        assert losses(logs[name]) == a, f"training losses change with {name}:\n{a}\n{losses(logs[name])}"
+    assert [e[0] for e in evals(logs["seven"])] == ["7", "14", "21"], evals(logs["seven"])
+    assert evals(logs["seven"]) == evals(logs["seven-again"]), "two runs evaluated differently"
+    assert evals(logs["none"]) == evals(logs["seven"])[-1:] == evals(logs["one"])[-1:], \
+        "the evaluation after the last step differs between runs"
+    assert evals(logs["off"]) == [], "--eval-batches 0 evaluated"
+
+    corpus = docs_corpus(work)
+    text = [rnnc, "train", os.path.join(SAMPLES, "gru.rnn"), "-D", "I=16", "-D", "H=32", "--task", f"text:{corpus}",
+            "--bptt", "16", "--batch", "8", "--seed", "4", "--lr", "0.005", "--quiet", "--eval-batches", "4"]
+    whole, plain, first, second = (os.path.join(work, f"evt-{n}.csv") for n in ("whole", "plain", "first", "second"))
+    ck = os.path.join(work, "evt.ckpt")
+    run(text + ["--steps", "30", "--eval-every", "5", "--log", whole], env)
+    run(text + ["--steps", "30", "--log", plain], env)
+    run(text + ["--steps", "15", "--eval-every", "5", "--log", first, "--save", ck], env)
+    run(text + ["--steps", "30", "--eval-every", "5", "--log", second, "--resume", ck], env)
+    t = losses(whole)
+    assert len(t) == 30 and t == losses(plain), "text: --eval-every changed the training losses"
+    assert losses(first) + losses(second) == t, "text: a resumed run with evaluations has other losses"
+    assert evals(first)[:3] + evals(second) == evals(whole), \
+        f"text: the resumed run evaluated otherwise:\n{evals(whole)}\n{evals(first)}\n{evals(second)}"
+    assert evals(plain) == evals(whole)[-1:], "text: the evaluation after the last step differs"
+    first_bpc, last_bpc = float(evals(whole)[0][2]), float(evals(whole)[-1][2])
+    assert last_bpc < first_bpc, f"text: the held-out bpc did not fall: {first_bpc} -> {last_bpc}"
+    return (f"eval lines and log cells; 21 adding and 30 text losses identical with and without evaluations, "
+            f"resumed too; held-out bpc {first_bpc:.3f} -> {last_bpc:.3f}")
+
+
+# A character model with dropout on its input and its readout: in eval mode both are the identity.
+DROPOUT_LM = """dim V = 16
+cell Rec(x: [8]) -> h {
+  param W_ih: [24, 8]
+  param W_hh: [24, 24]
+  param b: [24]
+  h = tanh(W_ih @ x + W_hh @ h[t-1] + b)
+}
+model DropLM(tok: index[V], target: index[V]) -> logits {
+  param emb: [V, 8]
+  x = dropout(embed(emb, tok), 0.5)
+  h = Rec(x)
+  param W_out: [V, 24]
+  param b_out: [V]
+  logits = W_out @ dropout(h, 0.3) + b_out
+  loss = cross_entropy(logits, target)
+}
+"""
+
+
+def read_safetensors(path):
+    import json
+    import numpy as np
+    with open(path, "rb") as f:
+        blob = f.read()
+    n = int.from_bytes(blob[:8], "little")
+    header = json.loads(blob[8:8 + n])
+    header.pop("__metadata__", None)
+    out = {}
+    for name, t in header.items():
+        assert t["dtype"] == "F32", t
+        b, e = t["data_offsets"]
+        out[name] = np.frombuffer(blob[8 + n + b:8 + n + e], dtype=np.float32).reshape(t["shape"])
+    return out
+
+
+def write_safetensors(path, tensors):
+    import json
+    header, data = {}, b""
+    for name, a in tensors.items():
+        raw = a.astype("<f4").tobytes()
+        header[name] = {"dtype": "F32", "shape": list(a.shape), "data_offsets": [len(data), len(data) + len(raw)]}
+        data += raw
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(len(text).to_bytes(8, "little") + text + data)
+
+
+def check_eval_mode(rnnc, work, env):
+    """The eval loss `rnnc train` reports after the last step is `rnnc run --mode eval`'s loss on the
+    first segment of the held-out tail (the last 10%, cut into B streams) with the trained params;
+    `--mode train` (masks drawn) gives another."""
+    import numpy as np
+    model = write(os.path.join(work, "droplm.rnn"), DROPOUT_LM)
+    text = "".join("abcdefgh"[(i * i + i // 3) % 8] for i in range(4000)).encode()
+    path = os.path.join(work, "droplm.txt")
+    with open(path, "wb") as f:
+        f.write(text)
+    T, B = 12, 4
+    log, ck = os.path.join(work, "droplm.csv"), os.path.join(work, "droplm.ckpt")
+    run([rnnc, "train", model, "--task", f"text:{path}", "--bptt", str(T), "--batch", str(B), "--steps", "5",
+         "--seed", "3", "--eval-batches", "1", "--quiet", "--log", log, "--save", ck], env)
+    (step, eval_loss, _), = evals(log)
+    assert step == "5", step
+    params = {k: v for k, v in read_safetensors(ck).items() if "/" not in k}  # not adam.m/..., carry/...
+    write_safetensors(os.path.join(work, "droplm-params.safetensors"), params)
+
+    held = max((len(text) + 9) // 10, B * (T + 1))
+    tail, stream = text[len(text) - held:], held // B
+    rank = {c: i for i, c in enumerate(sorted(set(text)))}
+    tok = np.array([[rank[tail[b * stream + t]] for b in range(B)] for t in range(T)], np.int32)
+    target = np.array([[rank[tail[b * stream + t + 1]] for b in range(B)] for t in range(T)], np.int32)
+    np.save(os.path.join(work, "droplm-tok.npy"), tok)
+    np.save(os.path.join(work, "droplm-target.npy"), target)
+    got = {}
+    for mode in ("eval", "train"):
+        out = os.path.join(work, f"droplm-{mode}")
+        run([rnnc, "run", model, "--params", os.path.join(work, "droplm-params.safetensors"),
+             "--input", f"tok={os.path.join(work, 'droplm-tok.npy')}",
+             "--input", f"target={os.path.join(work, 'droplm-target.npy')}", "--out", out, "--mode", mode,
+             "--seed", "3"], env)
+        got[mode] = float(np.load(os.path.join(out, "loss.npy")))
+    ev = float(eval_loss)
+    assert abs(got["eval"] - ev) <= 1e-5 * abs(ev), f"train's eval loss {ev}, rnnc run --mode eval {got['eval']}"
+    assert abs(got["train"] - ev) > 1e-3 * abs(ev), f"--mode train gave the eval loss {ev}: masks not drawn?"
+    return f"eval loss {ev:.6f} = rnnc run --mode eval {got['eval']:.6f}; --mode train {got['train']:.6f}"
+
+
+def check_eval_refused(rnnc, work, env):
+    base = [rnnc, "train", os.path.join(SAMPLES, "gru.rnn"), "-D", "I=8", "-D", "H=8", "--task", "adding",
+            "--bptt", "10", "--batch", "2", "--steps", "2", "--quiet"]
+    for flag in ("--eval-every", "--eval-batches"):
+        err = run(base + [flag, "-1"], env, expect=1)
+        first = err.splitlines()[0]
+        assert first.startswith("rnnc: error: ") and flag in first, f"{flag} -1:\n{err}"
+    short = os.path.join(work, "short-eval.txt")
+    with open(short, "wb") as f:
+        f.write(b"abcdefgh" * 4)  # 32 bytes: 2 streams of 10+1 train, but not with 2 more held out (44)
+    text = [rnnc, "train", os.path.join(SAMPLES, "gru.rnn"), "-D", "I=8", "-D", "H=8", "--task", f"text:{short}",
+            "--bptt", "10", "--batch", "2", "--steps", "2", "--quiet"]
+    err = run(text, env, expect=1)
+    assert err.count("\n") == 1 and "too short to hold out a part for evaluation" in err and "at least 44" in err, err
+    run(text + ["--eval-batches", "0"], env)  # without an evaluation it trains on all of it
+    return "negative --eval-every and --eval-batches, and a 32-byte text with 2 x 11 to hold out, refused"
+
+
 def docs_corpus(work):
     """A text corpus: this repository's docs, concatenated (once per work folder)."""
     corpus = os.path.join(work, "docs-corpus.txt")
@@ -343,6 +515,7 @@ def main():
     try:
         for name, check in (("adding", check_adding), ("text", check_text), ("resume", check_resume),
                             ("min-bptt", check_min_bptt), ("refused", check_refused), ("nonfinite", check_nonfinite), ("memory", check_memory),
+                            ("eval", check_eval), ("eval-mode", check_eval_mode), ("eval-refused", check_eval_refused),
                             ("determinism", check_determinism), ("sigkill", check_sigkill)):
             try:
                 print(f"PASS {name}: {check(os.path.abspath(args.rnnc), work, env)}", flush=True)

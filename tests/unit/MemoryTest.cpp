@@ -110,9 +110,14 @@ TEST_CASE("checkTrainingPlan words the refusal the driver and the trainer print"
   std::string error;
   CHECK(checkTrainingPlan(m, o, error));
   CHECK(error.empty());
-  // adam: params, gradients and two slots; a segment of inputs, output 0, the carried state.
-  CHECK(trainingPlanBytes(m, o) == 1000 + 4 * (4 * 100 + 40 * (3 + 1) + 40 * 2 + 2 * 4 * 6));
+  // adam: params, gradients and two slots; a segment of inputs and the
+  // evaluation's, output 0, the carried state.
+  CHECK(trainingPlanBytes(m, o) == 1000 + 4 * (4 * 100 + 2 * 40 * (3 + 1) + 40 * 2 + 2 * 4 * 6));
   o.max_memory = 1024;
+  CHECK_FALSE(checkTrainingPlan(m, o, error));
+  CHECK(error == "model 'Fake': training with --batch 4 --bptt 10 needs 4.3 KiB, more than --max-memory 1.0 KiB");
+  o.eval_batches = 0;  // no evaluation: one segment of inputs
+  CHECK(trainingPlanBytes(m, o) == 1000 + 4 * (4 * 100 + 40 * (3 + 1) + 40 * 2 + 2 * 4 * 6));
   CHECK_FALSE(checkTrainingPlan(m, o, error));
   CHECK(error == "model 'Fake': training with --batch 4 --bptt 10 needs 3.7 KiB, more than --max-memory 1.0 KiB");
   o.bptt = 1000;

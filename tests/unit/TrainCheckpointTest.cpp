@@ -6,8 +6,10 @@
 //   Decay (text's ports, V = 4): h_t = 0.5*h_{t-1} + E[tok_t], logits_t = h_t,
 //     loss = mean cross_entropy(logits_t, target_t); its state is carried.
 // Asserted: the loss falls; a checkpoint round-trips; a resumed run gives the
-// same losses and params, bit for bit, as one that never stopped; and bad
-// checkpoints (corrupt, truncated, foreign, misshaped) are refused by name.
+// same losses and params, bit for bit, as one that never stopped; bad
+// checkpoints (corrupt, truncated, foreign, misshaped) are refused by name;
+// held-out evaluations run forward only in eval mode, replay the same data and
+// change no training loss.
 #include "io/Safetensors.h"
 #include "rnnc/checkpoint.h"
 #include "rnnc/progress.h"
@@ -455,6 +457,7 @@ TEST_CASE("train: resuming gives the same losses bit for bit", "[train]") {
     o.batch = 2;
     o.bptt = 5;  // streams of 16 bytes: a wrap every 3 segments
     o.steps = 13;
+    o.eval_batches = 0;  // no evaluation: all of the text trains
     o.lr = 0.1;
     o.seed = 3;
     o.quiet = true;
@@ -515,6 +518,7 @@ TEST_CASE("train: the trainer saves carried states and every save_every steps", 
   o.save_every = 2;
   o.log = tmp / "log.csv";
   o.quiet = true;
+  o.eval_batches = 0;  // no evaluation: all of the text trains
   REQUIRE(train(d.m, params, o, nullptr) == 0);
   std::map<std::string, std::string> meta;
   std::string error;
@@ -527,7 +531,7 @@ TEST_CASE("train: the trainer saves carried states and every save_every steps", 
   CHECK(carried);
 
   const std::string log = readBytes(o.log);
-  CHECK(log.rfind("step,loss,metric,grad_norm,lr,seconds\n1,", 0) == 0);
+  CHECK(log.rfind("step,loss,metric,grad_norm,lr,seconds,eval_loss,eval_metric\n1,", 0) == 0);
   CHECK(std::count(log.begin(), log.end(), '\n') == 6);
 }
 
@@ -666,18 +670,21 @@ TEST_CASE("train: a resumed log drops the rows past the checkpoint and a torn la
   TempDir tmp;
   const std::string path = tmp / "log.csv";
   // A run killed after step 3's checkpoint had logged steps 4 and 5, and half of 6.
-  writeBytes(path, "step,loss,metric,grad_norm,lr,seconds\n1,0.5,0.1,1,0.001,0.1\n2,0.4,0.1,1,0.001,0.2\n"
-                   "3,0.3,0.1,1,0.001,0.3\n4,0.2,0.1,1,0.001,0.4\n5,0.1,0.1,1,0.001,0.5\n6,0.0");
+  writeBytes(path, "step,loss,metric,grad_norm,lr,seconds,eval_loss,eval_metric\n1,0.5,0.1,1,0.001,0.1,,\n"
+                   "2,0.4,0.1,1,0.001,0.2,0.45,0.2\n3,0.3,0.1,1,0.001,0.3,,\n4,0.2,0.1,1,0.001,0.4,,\n"
+                   "5,0.1,0.1,1,0.001,0.5,,\n6,0.0");
   {
     Progress p(3, 5, "mse", nullptr, false);
     std::string error;
     REQUIRE(p.openLog(path, true, error));
-    p.update(4, 0.25, 0.5, 1, 0.001);
+    const Evaluation e{4, 0.375, 0.125};
+    p.update(4, 0.25, 0.5, 1, 0.001, &e);
   }
   const std::string log = readBytes(path);
-  CHECK(log.rfind("step,loss,metric,grad_norm,lr,seconds\n1,0.5,0.1,1,0.001,0.1\n2,0.4,0.1,1,0.001,0.2\n"
-                  "3,0.3,0.1,1,0.001,0.3\n4,0.25,0.5,1,0.001,",
+  CHECK(log.rfind("step,loss,metric,grad_norm,lr,seconds,eval_loss,eval_metric\n1,0.5,0.1,1,0.001,0.1,,\n"
+                  "2,0.4,0.1,1,0.001,0.2,0.45,0.2\n3,0.3,0.1,1,0.001,0.3,,\n4,0.25,0.5,1,0.001,",
                   0) == 0);
+  CHECK(log.substr(log.size() - 13) == ",0.375,0.125\n");
   CHECK(std::count(log.begin(), log.end(), '\n') == 5);
   // A fresh run (not resumed) starts the log over.
   {
@@ -685,5 +692,123 @@ TEST_CASE("train: a resumed log drops the rows past the checkpoint and a torn la
     std::string error;
     REQUIRE(p.openLog(path, false, error));
   }
-  CHECK(readBytes(path) == "step,loss,metric,grad_norm,lr,seconds\n");
+  CHECK(readBytes(path) == "step,loss,metric,grad_norm,lr,seconds,eval_loss,eval_metric\n");
+}
+
+namespace {
+
+/// The calls a run makes, by kind: forward in train mode, forward in eval
+/// mode (options null or train 0), backward.
+struct Calls {
+  int train = 0, eval = 0, backward = 0;
+};
+Calls calls;
+
+int countedForward(void *ws, int64_t T, int64_t B, const void *params, const void *const *inputs,
+                   const void *const *states, void *const *outputs, void *const *finals, void *loss,
+                   const rnnc_run_options *options, void *stream) {
+  ++(options && options->train ? calls.train : calls.eval);
+  return acc::forward(ws, T, B, params, inputs, states, outputs, finals, loss, options, stream);
+}
+
+int countedBackward(void *ws, int64_t T, int64_t B, const void *params, const void *const *seeds,
+                    const void *const *stateSeeds, void *grads, void *const *inputGrads, void *const *stateGrads,
+                    void *stream) {
+  ++calls.backward;
+  return acc::backward(ws, T, B, params, seeds, stateSeeds, grads, inputGrads, stateGrads, stream);
+}
+
+/// Trains `m` from `init` with `o`; the result and the trained params.
+TrainResult trained(const rnnc_model &m, const TrainOptions &o, std::vector<float> &params) {
+  TrainResult r;
+  REQUIRE(train(m, params, o, &r) == 0);
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("train: evaluations run forward only, in eval mode, and change no training loss", "[train]") {
+  HandModel h = accumulator();
+  h.m.forward = countedForward;
+  h.m.backward = countedBackward;
+  const std::vector<float> init = {0.1f, -0.2f, 0.3f};
+  TrainOptions o = addingOptions(10);
+  o.eval_batches = 0;
+  std::vector<float> plain = init;
+  calls = {};
+  const TrainResult none = trained(h.m, o, plain);
+  CHECK(none.evaluations.empty());
+  CHECK((calls.train == 10 && calls.eval == 0 && calls.backward == 10));
+
+  o.eval_batches = 3;
+  o.eval_every = 4;
+  std::vector<float> evaluated = init;
+  calls = {};
+  const TrainResult every = trained(h.m, o, evaluated);
+  // After steps 4, 8 and the last, 10: three segments each, forward only.
+  REQUIRE(every.evaluations.size() == 3);
+  CHECK(every.evaluations[0].step == 4);
+  CHECK(every.evaluations[2].step == 10);
+  CHECK((calls.train == 10 && calls.eval == 9 && calls.backward == 10));
+  REQUIRE(every.losses.size() == none.losses.size());
+  CHECK(std::memcmp(every.losses.data(), none.losses.data(), none.losses.size() * sizeof(double)) == 0);
+  CHECK(std::memcmp(evaluated.data(), plain.data(), plain.size() * sizeof(float)) == 0);
+
+  // At the end only (the default): the same held-out segments, so the same figures as the last of `every`.
+  o.eval_every = 0;
+  std::vector<float> once = init;
+  const TrainResult last = trained(h.m, o, once);
+  REQUIRE(last.evaluations.size() == 1);
+  CHECK(last.evaluations[0].loss == every.evaluations[2].loss);
+  CHECK(last.evaluations[0].metric == every.evaluations[2].metric);
+  CHECK(std::isfinite(last.evaluations[0].loss));
+  // The held-out data is not the training's: the same params score otherwise on it.
+  CHECK(last.evaluations[0].loss != last.losses.back());
+}
+
+TEST_CASE("train: text evaluates on its held-out tail with states of its own", "[train]") {
+  TempDir tmp;
+  std::string text;
+  for (int i = 0; i < 400; ++i) text += "abcd"[(i * 7 + i / 3) % 4];
+  writeBytes(tmp / "t.txt", text);
+  HandModel d = decayModel();
+  TrainOptions o;
+  o.task = "text:" + tmp / "t.txt";
+  o.batch = 4;
+  o.bptt = 10;
+  o.steps = 12;  // 44 bytes held out (4 x 11); training streams of 89 bytes: a wrap after 8 segments
+  o.lr = 0.05;
+  o.quiet = true;
+  o.eval_batches = 2;
+  std::vector<float> a(16, 0.0f), b(16, 0.0f);
+  const TrainResult atEnd = trained(d.m, o, a);
+  o.eval_every = 1;
+  const TrainResult everyStep = trained(d.m, o, b);
+  REQUIRE(everyStep.evaluations.size() == 12);
+  CHECK(std::memcmp(atEnd.losses.data(), everyStep.losses.data(), atEnd.losses.size() * sizeof(double)) == 0);
+  CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+  CHECK(atEnd.evaluations.back().loss == everyStep.evaluations.back().loss);
+  CHECK(everyStep.evaluations.back().metric == Approx(everyStep.evaluations.back().loss / std::log(2.0)));
+  CHECK(everyStep.evaluations[0].loss > everyStep.evaluations.back().loss);  // it learns, and the tail shows it
+
+  // A checkpoint of a run that evaluates holds a position in the shorter training streams.
+  o.save = tmp / "c.ckpt";
+  o.eval_every = 0;
+  o.steps = 3;
+  std::vector<float> c(16, 0.0f);
+  trained(d.m, o, c);
+  std::map<std::string, std::string> meta;
+  std::string error;
+  REQUIRE(rnnc::io::readSafetensors(o.save, error, &meta));
+  CHECK(meta["task"] == o.task + " (tail held out)");
+  CHECK(meta["data_position"] == "30");
+}
+
+TEST_CASE("train: a negative --eval-every or --eval-batches is refused", "[train]") {
+  HandModel h = accumulator();
+  std::vector<float> params(3, 0.0f);
+  TrainOptions o = addingOptions(5);
+  o.eval_every = -1;
+  CHECK(captureStderr([&] { CHECK(train(h.m, params, o) == 1); }) ==
+        "rnnc: error: --eval-every and --eval-batches must not be negative, not -1 and 8\n");
 }

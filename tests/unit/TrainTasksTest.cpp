@@ -261,3 +261,58 @@ TEST_CASE("train: text refuses short, empty or unreadable files and narrow ports
   fs::remove(path);
   fs::remove(empty);
 }
+
+TEST_CASE("train: a run that evaluates holds out text's tail and draws adding and copy apart", "[train]") {
+  CHECK(heldOutBytes(1000, 3, 2) == 100);  // the last 10%
+  CHECK(heldOutBytes(1001, 3, 2) == 101);  // rounded up
+  CHECK(heldOutBytes(40, 3, 2) == 8);      // at least one segment per stream: B * (T + 1)
+
+  // 40 bytes, T = 3, B = 2: the last 8 held out ("efghefgh"); training reads the 32 before.
+  const std::string path = tempFile("abcdabcdabcdabcdabcdabcdabcdabcdefghefgh");
+  Ports p = indexPorts(8, 8);
+  std::string error;
+  auto training = makeTask("text:" + path, p.m, 3, 2, 0, error, 0, TaskData::Training);
+  auto heldOut = makeTask("text:" + path, p.m, 3, 2, 0, error, 0, TaskData::HeldOut);
+  REQUIRE(training);
+  REQUIRE(heldOut);
+  CHECK(training->spec() == "text:" + path + " (tail held out)");
+  CHECK(training->heldOut() == 8);
+  CHECK(training->vocabulary() == 8);  // the whole file's, in both
+  CHECK(heldOut->vocabulary() == 8);
+  Segment s;
+  heldOut->next(s);  // streams "efgh" and "efgh": e f g, targets f g h
+  CHECK(s.index[0] == std::vector<int32_t>{4, 4, 5, 5, 6, 6});
+  CHECK(s.index[1] == std::vector<int32_t>{5, 5, 6, 6, 7, 7});
+  heldOut->next(s);  // 4 bytes per stream hold one segment: it starts over
+  CHECK(heldOut->wrapped());
+  std::string bad;
+  CHECK_FALSE(training->setPosition(17, bad));  // streams of 16 bytes
+  CHECK(bad == "data position 17 is outside the streams of 16 bytes of " + path);
+  for (int k = 0; k < 20; ++k) {
+    training->next(s);
+    CHECK(*std::max_element(s.index[1].begin(), s.index[1].end()) <= 3);  // never a held-out byte
+  }
+
+  // Too short for both: 16 bytes, B = 2, T = 4 need 2 x (2 x 5) = 20.
+  const std::string shortText = tempFile("abacabadabacabad");
+  CHECK_FALSE(makeTask("text:" + shortText, p.m, 4, 2, 0, error, 0, TaskData::Training));
+  CHECK(error == shortText + ": the file is 16 bytes, too short to hold out a part for evaluation: 2 streams of 4+1 "
+                             "bytes for training and as many held out need at least 20 (--eval-batches 0: no "
+                             "evaluation, all of it trains)");
+
+  // Adding and copy: the held-out stream is another stream, the training's is the plain one.
+  Ports a = addingPorts();
+  auto plain = makeTask("adding", a.m, 8, 4, 5, error);
+  auto train = makeTask("adding", a.m, 8, 4, 5, error, 0, TaskData::Training);
+  auto eval = makeTask("adding", a.m, 8, 4, 5, error, 0, TaskData::HeldOut);
+  Segment x, y, z;
+  plain->next(x);
+  train->next(y);
+  eval->next(z);
+  CHECK(x.dense[0] == y.dense[0]);
+  CHECK(x.dense[0] != z.dense[0]);
+  CHECK(heldOutSeed(5) != 5);
+  CHECK(heldOutSeed(5) != heldOutSeed(6));
+  fs::remove(path);
+  fs::remove(shortText);
+}

@@ -2,6 +2,9 @@
 // compiled model's ports, deterministic from a std::mt19937_64 seeded by the
 // user's seed. A task fills the model's inputs for one training segment of T
 // steps and B sequences (time-major) and scores the model's first output.
+// A task made for the held-out evaluation (TaskData::HeldOut) draws data the
+// training task never draws: text's held-out tail, or, for adding and copy,
+// a stream of its own seeded with heldOutSeed(seed).
 //   adding     Hochreiter & Schmidhuber 1997, experiment 4 (dense supervision)
 //   copy       copy memory, Arjovsky et al. 2016 (10 symbols)
 //   text:PATH  character-level language model on any file (states carried)
@@ -51,6 +54,8 @@ public:
   /// Text only: the vocabulary size and the unigram entropy of the text in bits.
   virtual int64_t vocabulary() const { return 0; }
   virtual double unigramBits() const { return 0; }
+  /// Text in a run that evaluates: the bytes of the file's tail held out for evaluation.
+  virtual int64_t heldOut() const { return 0; }
 
   std::mt19937_64 &rng() { return rng_; }
   /// The RNG state as text (operator<<) and back (operator>>; false if malformed).
@@ -74,14 +79,30 @@ protected:
   std::mt19937_64 rng_;
 };
 
+/// The data a task draws.
+enum class TaskData {
+  All,       // all of it: a run that does not evaluate
+  Training,  // a run that evaluates: text without its held-out tail (heldOutBytes)
+  HeldOut,   // the evaluation's: text's held-out tail; adding and copy from heldOutSeed(seed)
+};
+
+/// The bytes of a text of `size` bytes held out for evaluation: the last 10%
+/// (rounded up), or B·(T+1) bytes (one segment per stream) when that is more.
+int64_t heldOutBytes(int64_t size, int64_t T, int64_t B);
+
+/// The seed of the held-out stream of a synthetic task trained with `seed`
+/// (a splitmix64 hash: no seed of the training draws it).
+uint64_t heldOutSeed(uint64_t seed);
+
 /// Makes the task named by `spec` for `m` with T steps and B sequences per
 /// segment, binding its ports. Ports: the first inputs in port order that fit
 /// (dense by width, or index by range; tokens before targets); output 0 is
 /// scored. Any other input, or a port that is missing or too small, is an
 /// error: returns null and sets `error` to one line naming what is wrong.
 /// `least` > 0 (text only, a --lengths build): each segment's sequences run
-/// lengths uniform in [least, T] (Segment::lengths).
+/// lengths uniform in [least, T] (Segment::lengths; not with TaskData::HeldOut,
+/// whose segments run all T steps). `data`: which data it draws (TaskData).
 std::unique_ptr<Task> makeTask(const std::string &spec, const rnnc_model &m, int64_t T, int64_t B, uint64_t seed,
-                               std::string &error, int64_t least = 0);
+                               std::string &error, int64_t least = 0, TaskData data = TaskData::All);
 
 }  // namespace rnnc::rt

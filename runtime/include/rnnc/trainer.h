@@ -2,10 +2,13 @@
 // compiled model (rnnc/model.h, float32), fed by a task (rnnc/tasks.h),
 // updated by an optimizer (rnnc/optim.h), with progress, a CSV log, and
 // checkpoints (rnnc/checkpoint.h) from which a resumed run continues with the
-// same losses, bit for bit, as one that never stopped. See docs/training.md.
+// same losses, bit for bit, as one that never stopped; and held-out
+// evaluations in eval mode (no masks, forward only) on data the training never
+// reads, which change nothing the training reads. See docs/training.md.
 #pragma once
 
 #include "rnnc/model.h"
+#include "rnnc/progress.h"
 
 #include <cstdint>
 #include <string>
@@ -26,6 +29,8 @@ struct TrainOptions {
   bool quiet = false;               // no start line, progress or final line (errors still print)
   bool skip_nonfinite = false;      // skip a step whose loss or gradient is not finite (else: stop)
   int64_t max_memory = 0;           // bytes a run may allocate; 0: the machine's physical memory
+  int64_t eval_every = 0;           // steps between held-out evaluations; 0: only after the last step
+  int64_t eval_batches = 8;         // segments per evaluation; 0: no evaluation (text: all of it trains)
 };
 
 struct TrainResult {
@@ -34,6 +39,7 @@ struct TrainResult {
   std::string metric_name;
   std::vector<double> losses;       // the loss of each step this call ran (a skipped step's too)
   int64_t skipped = 0;              // steps skipped as non-finite (--skip-nonfinite), resumed runs included
+  std::vector<Evaluation> evaluations;  // the held-out evaluations this call ran, in order
 };
 
 /// The bytes a run of `m` with `o` allocates: the workspace, params,

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Checks a training CSV log: the header `step,loss,metric,grad_norm,lr,seconds`
-once, then one row per step, steps FIRST..LAST consecutive, every field a
-finite number, lr equal to LR.
+"""Checks a training CSV log: the header
+`step,loss,metric,grad_norm,lr,seconds,eval_loss,eval_metric` once, then one
+row per step, steps FIRST..LAST consecutive, every field a finite number (the
+two eval cells both empty, or both numbers), lr equal to LR.
 
 usage: csvlog.py FILE FIRST LAST LR   prints `rows N, steps FIRST..LAST`
 """
@@ -13,7 +14,7 @@ lines = open(path).read().split("\n")
 if lines[-1] != "":
     sys.exit("csvlog.py: the log does not end with a newline")
 lines = lines[:-1]
-if lines[0] != "step,loss,metric,grad_norm,lr,seconds":
+if lines[0] != "step,loss,metric,grad_norm,lr,seconds,eval_loss,eval_metric":
     sys.exit(f"csvlog.py: header is {lines[0]!r}")
 rows = lines[1:]
 if any(r.startswith("step,") for r in rows):
@@ -21,9 +22,11 @@ if any(r.startswith("step,") for r in rows):
 steps = []
 for r in rows:
     f = r.split(",")
-    if len(f) != 6:
+    if len(f) != 8:
         sys.exit(f"csvlog.py: row {r!r} has {len(f)} fields")
-    vals = [float(x) for x in f]
+    if (f[6] == "") != (f[7] == ""):
+        sys.exit(f"csvlog.py: row {r!r} has one eval cell of two")
+    vals = [float(x) for x in f if x != ""]
     if not all(math.isfinite(v) for v in vals):
         sys.exit(f"csvlog.py: row {r!r} is not finite")
     if vals[4] != lr:
