@@ -5,7 +5,7 @@ after tests/gpu/run.py passed:
 1. compute-sanitizer on `rnnc bench --device cuda` (forward and backward,
    random data): racecheck, synccheck, initcheck and memcheck on one bundle
    per feature (FEATURES: one stream, block reductions, two streams, CUDA
-   graphs, a scan, Newton, dropout and zoneout masks, sequence lengths); what the emulator (tests/emulator) can only
+   graphs, a scan, Newton, dropout and zoneout masks, DropConnect, sequence lengths); what the emulator (tests/emulator) can only
    approximate.
    A report of errors is a failure; a tool that does not run here (gVisor) is
    "n/a" with its reason.
@@ -60,6 +60,7 @@ FEATURES = [
     ("indrnn", ["--time-parallel", "newton", "--newton-iterations", "40"], 64),  # Newton's iterations
     ("zoneout_lstm", [], 6),                                 # masks drawn in the kernels (bench: training mode)
     ("bitagger", ["--min-length", "2"], 6),                  # --lengths: lengths copied in, read by every kernel
+    ("awd_lstm", [], 6),                                     # DropConnect: drop_param and fold_dropped_grad kernels
 ]
 
 

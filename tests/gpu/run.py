@@ -222,11 +222,15 @@ def main():
             path = os.path.join(samples, name + ".rnn")
             if os.path.exists(path):
                 cases.append(case(rnnc, path, env, flags, ["--time-parallel", "off"], steps, tol))
-        # Dropout and zoneout in training mode: CUDA draws the CPU's masks for one seed.
+        # Dropout, DropConnect and zoneout in training mode: CUDA draws the CPU's masks for one seed.
         masks = os.path.join(samples, "zoneout_lstm.rnn")
         if os.path.exists(masks):
             train = ["--mode", "train", "--seed", "5"]
             cases.append(case(rnnc, masks, env, train, train))
+            # DropConnect: the dropped params made and folded back by their own kernels.
+            awd = os.path.join(samples, "awd_lstm.rnn")
+            if os.path.exists(awd):
+                cases.append(case(rnnc, awd, env, train, train))
             # A mask drawn inside a parallel scan (against the CPU step by step).
             scanned = os.path.join(os.path.dirname(HERE), "emulator", "Inputs", "zoneout_mingru.rnn")
             cases.append(case(rnnc, scanned, env, SCAN + train, ["--time-parallel", "off"] + train, 64))
