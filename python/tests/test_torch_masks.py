@@ -82,3 +82,60 @@ def test_fixed_seed_gradients(binding, tmp_path):
         assert np.abs(y - ref).max() <= 1e-12 * np.abs(ref).max()
     finally:
         use("cpp")
+
+
+DROPCONNECT = """
+dim I = 3
+dim H = 4
+cell WeightDrop(x: [I]) -> h {
+  param W_ih: [H, I]
+  param W_hh: [H, H]
+  h = tanh(W_ih @ x + dropout(W_hh, 0.5) @ h[t-1])
+}
+"""
+
+
+@pytest.mark.parametrize("binding", ["cpp", "custom_op"])
+def test_dropconnect(binding, tmp_path):
+    """dropout(W_hh, p) @ h[t-1] through the layer: one mask per call (gradcheck with a fixed seed,
+    rnnc's interpreter draws the same), W_hh's gradient zero exactly where the mask dropped it, and
+    .eval() is the plain cell."""
+    from rnnc.torch import binding as use
+    ops = use(binding)
+    try:
+        rnn = tmp_path / "wd.rnn"
+        rnn.write_text(DROPCONNECT)
+        torch.manual_seed(4)
+        m = rnnc.load(str(rnn), dtype=torch.float64)
+        lib = m._lib
+        params = m._flat_params().detach().requires_grad_()
+        x = torch.randn(5, 2, 3, dtype=torch.float64, requires_grad=True)
+
+        def f(p, xx):
+            return ops.forward(lib.address, p, [xx], [], 5, 2, 13)[0]
+
+        assert torch.autograd.gradcheck(f, (params, x))
+        write_safetensors(tmp_path / "p.safetensors", {n: v.detach() for n, v in m.named_parameters()})
+        np.save(tmp_path / "x.npy", x.detach().numpy())
+        subprocess.run([rnnc._build.find_rnnc(), "run", str(rnn), "--params", str(tmp_path / "p.safetensors"),
+                        "--input", f"x={tmp_path / 'x.npy'}", "--out", str(tmp_path / "out"), "--dtype", "f64",
+                        "--mode", "train", "--seed", "13", "--engine", "interp"], check=True)
+        ref = np.load(tmp_path / "out" / "h.npy")
+        h = f(params, x)
+        assert np.abs(h.detach().numpy() - ref).max() <= 1e-12 * np.abs(ref).max()
+        # The gradient of W_hh (the last 16 params) is zero where the call's mask dropped it, and
+        # only there: about half of the weights, the same set for every step and sequence.
+        (g,) = torch.autograd.grad(h.sum(), params)
+        dropped = (g[-16:] == 0).sum().item()
+        assert 2 <= dropped <= 14
+        m.eval()
+        with torch.no_grad():
+            plain = m(x)[0]
+            W_ih, W_hh = m.W_ih, m.W_hh
+            s, ref_eval = torch.zeros(2, 4, dtype=torch.float64), []
+            for t in range(5):
+                s = torch.tanh(x[t] @ W_ih.T + s @ W_hh.T)
+                ref_eval.append(s)
+        assert torch.allclose(plain, torch.stack(ref_eval), rtol=1e-12, atol=1e-14)
+    finally:
+        use("cpp")
