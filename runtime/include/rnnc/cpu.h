@@ -250,31 +250,31 @@ inline int64_t scan_chunks(int64_t T, int64_t elements, int iterations, bool gua
 }
 
 /// max_i |a[i] - b[i]| / (1 + |a[i]|) over n elements (NaN where either is).
-/// A dropped param (DropConnect, docs/language.md): out[j] = w[j] times
-/// element j's mask at `site`, one mask per call (counter (j / 4, ~0, ~0,
-/// site)): `scale` (1 / keep) or 0 in training, 1 in evaluation.
-template <class E>
-inline void drop_param(const unsigned *rng, unsigned site, unsigned threshold, E scale, const E *w, E *out, int64_t n) {
+/// f(j, m) for each element j < n of a mask drawn once per call at `site`
+/// (counter (j / 4, ~0, ~0, site)): m is `scale` (1 / keep) or 0 in training,
+/// 1 in evaluation. One Philox call draws four elements.
+template <class E, class F>
+inline void each_call_mask(const unsigned *rng, unsigned site, unsigned threshold, E scale, int64_t n, F f) {
 #pragma omp parallel for schedule(static) if (n > (1 << 18))
   for (int64_t q = 0; q < (n + 3) / 4; ++q) {
     unsigned draw[4];
     keep_draws4(rng, site, ~0u, ~0u, static_cast<unsigned>(q), draw);
-    for (int64_t j = 4 * q; j < std::min(n, 4 * q + 4); ++j)
-      out[j] = w[j] * keep_value(rng, draw[j - 4 * q], threshold, scale, E(1));
+    for (int64_t j = 4 * q; j < std::min(n, 4 * q + 4); ++j) f(j, keep_value(rng, draw[j - 4 * q], threshold, scale, E(1)));
   }
 }
 
+/// A dropped param (DropConnect, docs/language.md): out[j] = w[j] times
+/// element j's mask.
+template <class E>
+inline void drop_param(const unsigned *rng, unsigned site, unsigned threshold, E scale, const E *w, E *out, int64_t n) {
+  each_call_mask(rng, site, threshold, scale, n, [&](int64_t j, E m) { out[j] = w[j] * m; });
+}
+
 /// The gradient of a dropped param reaches its param through the same mask:
-/// g[j] += d[j] times element j's mask (drop_param's).
+/// g[j] += d[j] times element j's mask.
 template <class E>
 inline void fold_dropped_grad(const unsigned *rng, unsigned site, unsigned threshold, E scale, const E *d, E *g, int64_t n) {
-#pragma omp parallel for schedule(static) if (n > (1 << 18))
-  for (int64_t q = 0; q < (n + 3) / 4; ++q) {
-    unsigned draw[4];
-    keep_draws4(rng, site, ~0u, ~0u, static_cast<unsigned>(q), draw);
-    for (int64_t j = 4 * q; j < std::min(n, 4 * q + 4); ++j)
-      g[j] += d[j] * keep_value(rng, draw[j - 4 * q], threshold, scale, E(1));
-  }
+  each_call_mask(rng, site, threshold, scale, n, [&](int64_t j, E m) { g[j] += d[j] * m; });
 }
 
 template <class E> inline double relative_gap(const E *a, const E *b, int64_t n) {
