@@ -93,13 +93,19 @@ def full_workspace(view):
 
 
 def _forward_impl(model: int, params: Tensor, inputs: List[Tensor], states: List[Tensor], T: int, B: int,
-                  seed: int = -1, lengths: Optional[Tensor] = None) -> List[Tensor]:
+                  seed: int = -1, lengths: Optional[Tensor] = None, key: Optional[Tensor] = None) -> List[Tensor]:
     """Outputs [T, B, w] in order, final states [depth, B, w], the loss (a 0-d tensor), the
     workspace (uint8; what backward reads). The bundle writes them straight into these tensors.
     seed -1 is evaluation; else training, and dropout and zoneout draw their masks from it.
-    lengths: None, or int32 [B] on the CPU (a model compiled with --lengths)."""
+    lengths: None, or int32 [B] on the CPU (a model compiled with --lengths). key: None, or one
+    int64 on the CPU: training with it as the seed (a compiled graph draws it without .item())."""
     lib = _lookup(model)
     _check_args(lib, params, inputs, states, T, B)
+    if key is not None:
+        if key.device.type != "cpu" or key.dtype != torch.int64 or key.numel() != 1:
+            raise ValueError(f"{lib.name}: key must be one int64 on the CPU, not {key.dtype} {list(key.shape)} "
+                             f"on {key.device}")
+        seed = int(key.item()) & (2**63 - 1)
     if lengths is not None:
         if not lib.has_lengths:
             raise RuntimeError(f"{lib.name} was compiled without --lengths: load it with rnnc.load(..., lengths=True)")
@@ -124,7 +130,7 @@ def _forward_impl(model: int, params: Tensor, inputs: List[Tensor], states: List
     return outs + finals + [loss, ws[:0]]
 
 
-def _forward_fake(model, params, inputs, states, T, B, seed=-1, lengths=None):
+def _forward_fake(model, params, inputs, states, T, B, seed=-1, lengths=None, key=None):
     lib = _lookup(model)
     dt = _dtype_of(lib)
     result = [params.new_empty(T, B, o.width, dtype=dt) for o in lib.outputs]
@@ -231,7 +237,7 @@ def _backward_rule(ctx, grads):
     param_grads, rest = res[0], res[1:]
     input_grads = [gi if gi.numel() else None for gi in rest[:ctx.n_inputs]]
     initial_grads = list(rest[ctx.n_inputs:]) if ctx.has_states else []
-    return None, param_grads, input_grads, initial_grads, None, None, None, None
+    return None, param_grads, input_grads, initial_grads, None, None, None, None, None
 
 
 def _no_double_backward(ctx, *grads):
@@ -553,11 +559,12 @@ class Recurrent(torch.nn.Module):
                 pair[1] = self._library(dt, dev, forward_only=True)
             run = pair[1]
         # Training: dropout and zoneout draw masks from a seed drawn from torch's generator (so
-        # torch.manual_seed reproduces them); evaluation (-1): their expectations.
-        seed = -1
+        # torch.manual_seed reproduces them), passed as a tensor (no .item(): torch.compile keeps
+        # the draw in its graph); evaluation: their expectations.
+        key = None
         if self.training and lib.has_masks:
-            seed = int(torch.randint(0, 2**62, (), dtype=torch.int64).item())
-        res = (_BINDING or binding()).forward(run.address, params, xs, states, int(T), int(B), seed, lengths)
+            key = torch.randint(0, 2**62, (), dtype=torch.int64)
+        res = (_BINDING or binding()).forward(run.address, params, xs, states, int(T), int(B), -1, lengths, key)
         n_out = len(lib.outputs)
         outs = res[:n_out]
         if batch_first:

@@ -139,3 +139,34 @@ def test_dropconnect(binding, tmp_path):
         assert torch.allclose(plain, torch.stack(ref_eval), rtol=1e-12, atol=1e-14)
     finally:
         use("cpp")
+
+
+@pytest.mark.parametrize("binding", ["cpp", "custom_op"])
+def test_torch_compile_fullgraph_in_training(binding):
+    """In training mode the layer draws each call's seed as a tensor (torch.randint, no .item()),
+    so torch.compile(fullgraph=True) keeps the whole call in one graph: masks are drawn (training
+    differs from evaluation, two calls differ), and gradients reach every param."""
+    from rnnc.torch import binding as use
+    use(binding)
+    try:
+        torch.manual_seed(5)
+        m = rnnc.load(sample("zoneout_lstm.rnn"), dtype=torch.float64, I=3, H=4)
+        x = torch.randn(5, 2, 3, dtype=torch.float64)
+
+        def f(x):
+            (y, h), _ = m(x)
+            return y
+
+        compiled = torch.compile(f, fullgraph=True)
+        m.train()
+        a, b = compiled(x), compiled(x)
+        assert not torch.equal(a, b)  # a seed per call
+        a.sum().backward()
+        assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in m.parameters())
+        m.eval()
+        with torch.no_grad():
+            plain = f(x)  # eager first: it builds the forward-only library, which tracing cannot
+            assert torch.equal(compiled(x), plain)  # evaluation: no masks
+        assert not torch.equal(a.detach(), f(x).detach())
+    finally:
+        use("cpp")

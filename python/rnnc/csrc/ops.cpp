@@ -1,7 +1,9 @@
 // The rnnc torch ops in C++ (the package's default binding; docs/torch.md):
-//   rnnc::forward(model, params, inputs, states, T, B, seed, lengths) -> outputs + final states + [loss, ws]
+//   rnnc::forward(model, params, inputs, states, T, B, seed, lengths, key) -> outputs + final states + [loss, ws]
 //     (seed -1: evaluation; else training, dropout and zoneout draw their masks from it; lengths:
-//     none, or int32 [B] on the CPU, each sequence's steps, for a model compiled with --lengths)
+//     none, or int32 [B] on the CPU, each sequence's steps, for a model compiled with --lengths;
+//     key: none, or one int64 on the CPU: training with it as the seed, so that a compiled graph
+//     can draw the seed with torch.randint instead of reading it with .item())
 //   rnnc::backward(model, ws, params, output_grads, state_grads, loss_grad, T, B)
 //       -> [param grads] + input grads + initial-state grads
 //   rnnc::register_model(model): the ops take only tables registered here.
@@ -98,9 +100,16 @@ void checkArgs(const rnnc_model *m, const Tensor &params, at::TensorList inputs,
 }
 
 std::vector<Tensor> forwardKernel(int64_t model, const Tensor &params_, at::TensorList inputs, at::TensorList states,
-                                  int64_t T, int64_t B, int64_t seed, const std::optional<Tensor> &lengths_) {
+                                  int64_t T, int64_t B, int64_t seed, const std::optional<Tensor> &lengths_,
+                                  const std::optional<Tensor> &key) {
   const rnnc_model *m = lookup(model);
   checkArgs(m, params_, inputs, states, T, B);
+  if (key && key->defined()) { // training, the seed a tensor (drawn inside a compiled graph)
+    TORCH_CHECK(key->device().is_cpu() && key->scalar_type() == at::kLong && key->numel() == 1,
+                m->name, ": key must be one int64 on the CPU, not ", key->scalar_type(), " ", key->sizes(), " on ",
+                key->device());
+    seed = key->item<int64_t>() & INT64_MAX;
+  }
   Tensor lengths;
   if (lengths_ && lengths_->defined()) {
     TORCH_CHECK(m->has_lengths, m->name, " was compiled without --lengths: load it with rnnc.load(..., lengths=True)");
@@ -281,11 +290,13 @@ c10::OperatorHandle op(const char *name) {
 }
 
 std::vector<Tensor> callForward(int64_t model, const Tensor &params, at::TensorList inputs, at::TensorList states,
-                                int64_t T, int64_t B, int64_t seed, const std::optional<Tensor> &lengths) {
+                                int64_t T, int64_t B, int64_t seed, const std::optional<Tensor> &lengths,
+                                const std::optional<Tensor> &key) {
   static auto handle = op("rnnc::forward")
                            .typed<std::vector<Tensor>(int64_t, const Tensor &, at::TensorList, at::TensorList,
-                                                      int64_t, int64_t, int64_t, const std::optional<Tensor> &)>();
-  return handle.call(model, params, inputs, states, T, B, seed, lengths);
+                                                      int64_t, int64_t, int64_t, const std::optional<Tensor> &,
+                                                      const std::optional<Tensor> &)>();
+  return handle.call(model, params, inputs, states, T, B, seed, lengths, key);
 }
 
 std::vector<Tensor> callBackward(int64_t model, const Tensor &ws, const Tensor &params, at::TensorList outputGrads,
@@ -300,15 +311,16 @@ class Forward : public torch::autograd::Function<Forward> {
 public:
   static variable_list forward(AutogradContext *ctx, int64_t model, const Tensor &params, at::TensorList inputs,
                                at::TensorList states, int64_t T, int64_t B, int64_t seed,
-                               const std::optional<Tensor> &lengths) {
+                               const std::optional<Tensor> &lengths, const std::optional<Tensor> &key) {
     std::vector<Tensor> res;
     {
       at::AutoDispatchBelowADInplaceOrView guard;
-      res = callForward(model, params, inputs, states, T, B, seed, lengths);
+      res = callForward(model, params, inputs, states, T, B, seed, lengths, key);
     }
     ctx->saved_data["model"] = model;
     ctx->saved_data["seed"] = seed; // a forward run again draws the same masks
     if (lengths && lengths->defined()) ctx->saved_data["lengths"] = *lengths;
+    if (key && key->defined()) ctx->saved_data["key"] = key->clone(); // the caller may reuse its tensor
     ctx->saved_data["T"] = T;
     ctx->saved_data["B"] = B;
     ctx->saved_data["n_inputs"] = (int64_t)inputs.size();
@@ -338,9 +350,10 @@ public:
     if (inPlace && ctx->saved_data["used"].toBool()) {
       at::AutoDispatchBelowADInplaceOrView guard;
       std::vector<Tensor> ins(saved.begin() + 2, saved.begin() + 2 + nIn), sts(saved.begin() + 2 + nIn, saved.end());
-      std::optional<Tensor> lengths;
+      std::optional<Tensor> lengths, key;
       if (ctx->saved_data.count("lengths")) lengths = ctx->saved_data["lengths"].toTensor();
-      ws = callForward(model, params, ins, sts, T, B, ctx->saved_data["seed"].toInt(), lengths).back();
+      if (ctx->saved_data.count("key")) key = ctx->saved_data["key"].toTensor();
+      ws = callForward(model, params, ins, sts, T, B, ctx->saved_data["seed"].toInt(), lengths, key).back();
     }
     if (inPlace) ctx->saved_data["used"] = true;
     Tensor empty = at::empty({0}, params.options());
@@ -361,6 +374,7 @@ public:
     out.emplace_back(); // B
     out.emplace_back(); // seed
     out.emplace_back(); // lengths
+    out.emplace_back(); // key
     return out;
   }
 };
@@ -380,8 +394,9 @@ public:
 };
 
 std::vector<Tensor> forwardAutograd(int64_t model, const Tensor &params, at::TensorList inputs, at::TensorList states,
-                                    int64_t T, int64_t B, int64_t seed, const std::optional<Tensor> &lengths) {
-  return Forward::apply(model, params, inputs, states, T, B, seed, lengths);
+                                    int64_t T, int64_t B, int64_t seed, const std::optional<Tensor> &lengths,
+                                    const std::optional<Tensor> &key) {
+  return Forward::apply(model, params, inputs, states, T, B, seed, lengths, key);
 }
 
 std::vector<Tensor> backwardAutograd(int64_t model, const Tensor &ws, const Tensor &params, at::TensorList outputGrads,
@@ -398,7 +413,7 @@ std::vector<Tensor> backwardAutograd(int64_t model, const Tensor &ws, const Tens
 TORCH_LIBRARY(rnnc, m) {
   m.def("register_model(int model) -> ()", &registerModel);
   m.def("forward(int model, Tensor params, Tensor[] inputs, Tensor[] states, int T, int B, int seed=-1, "
-        "Tensor? lengths=None) -> Tensor[]");
+        "Tensor? lengths=None, Tensor? key=None) -> Tensor[]");
   m.def("backward(int model, Tensor ws, Tensor params, Tensor[] output_grads, Tensor[] state_grads, "
         "Tensor loss_grad, int T, int B) -> Tensor[]");
 }
