@@ -552,8 +552,8 @@ class Recurrent(torch.nn.Module):
         params = self._flat_params()
         need_grad = torch.is_grad_enabled() and (params.requires_grad or any(x.requires_grad for x in xs) or
                                                  any(v.requires_grad for v in states))
-        if need_grad:
-            run = lib
+        if need_grad or (pair[1] is None and tracing):
+            run = lib  # traced, the training build: building the forward-only one is no graph op
         else:
             if pair[1] is None:
                 pair[1] = self._library(dt, dev, forward_only=True)
