@@ -74,8 +74,9 @@ std::string CppPrinter::libraryKernel(const KernelIR &k) {
     const Buffer &b = p_.buffers[buffer];
     return fmt::format("ws.{} + {}", b.name, CPrinter::rowOffset(b, delay, "r0"));
   };
-  std::string out = signature(k, k.kind == KernelIR::Kind::Gemm || k.kind == KernelIR::Kind::GemmT,
-                              k.kind != KernelIR::Kind::Gemm && k.kind != KernelIR::Kind::GemmT);
+  // A dropped param's product reads neither array: its W and gradient are the workspace's.
+  const bool product = k.kind == KernelIR::Kind::Gemm || k.kind == KernelIR::Kind::GemmT;
+  std::string out = signature(k, product && !k.dropped, !product && !k.dropped);
   switch (k.kind) {
   case KernelIR::Kind::Gemm:
   case KernelIR::Kind::GemmT:

@@ -198,7 +198,9 @@ void CudaHost::launcher(Writer &w, const KernelIR &k, int index) {
   case KernelIR::Kind::GradMatrix: {
     GemmCall gemm = gemmCall(p_, k);
     w.line("{}", gemm.comment);
-    w.line("(void){}, (void)B, (void)s;", k.kind == KernelIR::Kind::GradMatrix ? "P" : "G");
+    // A dropped param's product reads neither array: its W and gradient are the workspace's.
+    if (k.dropped) w.line("(void)P, (void)G, (void)B, (void)s;");
+    else w.line("(void){}, (void)B, (void)s;", k.kind == KernelIR::Kind::GradMatrix ? "P" : "G");
     w.line("RNNC_CUDA_CHECK(gemm(blas, {}));", gemm.args);
     break;
   }

@@ -64,7 +64,7 @@ O0_SAMPLES = ["lstm"]
 # is the same text for every real type; a few suffice).
 DOUBLE_SAMPLES = NVCC_SAMPLES
 # Kernels every bundle carries, beside the fused ones.
-HELPERS = {"fill", "grad_embed", "mean", "set_rng"}
+HELPERS = {"fill", "grad_embed", "mean", "set_rng", "drop_param", "fold_dropped_grad"}
 
 failures = []
 
