@@ -1,7 +1,8 @@
 #!/bin/bash
 # The cost of sequences of their own lengths on the CPU (docs/benchmarks/cpu.md#sequence-lengths):
 # an LSTM (I = H = 256, T = 100, B = 32) compiled without --lengths, with --lengths and every
-# sequence T steps long, and with lengths uniform in [T/4, T] (`rnnc bench --min-length`).
+# sequence T steps long, and with lengths uniform in [T/4, T] (`rnnc bench --min-length`), sorted
+# longest first (a packed batch) and in the order drawn (`--unsorted-lengths`).
 # Alternating rounds, one line each: forward ms, fwd+bwd ms, tokens/s, workspace MB.
 # usage: tools/bench-lengths.sh [RNNC] [ROUNDS]
 set -euo pipefail
@@ -18,4 +19,5 @@ for r in $(seq "$rounds"); do
   echo "$r plain $("$rnnc" bench "${args[@]}" --runs 10 | grep optimized | sed 's/ *optimized *//')"
   echo "$r full $("$rnnc" bench "${args[@]}" --runs 10 --min-length 100 | grep optimized | sed 's/ *optimized *//')"
   echo "$r uniform $("$rnnc" bench "${args[@]}" --runs 10 --min-length 25 | grep optimized | sed 's/ *optimized *//')"
+  echo "$r unsorted $("$rnnc" bench "${args[@]}" --runs 10 --min-length 25 --unsorted-lengths | grep optimized | sed 's/ *optimized *//')"
 done

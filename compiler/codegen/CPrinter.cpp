@@ -40,12 +40,12 @@ std::string CPrinter::equationsComment(const KernelIR &k, const std::string &ind
 std::string CPrinter::rowOffset(const Buffer &b, int32_t delay, const std::string &row) {
   if (b.stepLocal) { // one step's rows: row r of the launch is r - r0
     if (row == "r0") return "0";
-    return b.width == 1 ? "(r - r0)" : fmt::format("(r - r0) * {}", b.width);
+    return b.width == 1 ? fmt::format("({} - r0)", row) : fmt::format("({} - r0) * {}", row, b.width);
   }
   if (b.ring) { // step t - delay lives in slot (t - delay) mod ring; t = r0 / B in a loop's launch
     std::string step = delay == 0 ? "r0 / B" : fmt::format("r0 / B {} {}", delay > 0 ? '-' : '+', std::abs(delay));
     std::string slot = fmt::format("ring_slot({}, {}) * B", step, b.ring);
-    if (row == "r") slot = fmt::format("({} + (r - r0))", slot);
+    if (row != "r0") slot = fmt::format("({} + ({} - r0))", slot, row);
     return b.width == 1 ? slot : fmt::format("{} * {}", slot, b.width);
   }
   int64_t shift = b.padBefore - delay;

@@ -29,8 +29,9 @@ public:
   /// A double as a literal of type `real`.
   static std::string literal(double v);
 
-  /// The element offset of row `row` ("r", "r0") of buffer b read at t - delay
-  /// (host code uses it too, for library calls).
+  /// The element offset of row `row` ("r", "r0", any row of the launch's
+  /// step for a one-step or ring buffer) of buffer b read at t - delay (host
+  /// code uses it too, for library calls).
   static std::string rowOffset(const Buffer &b, int32_t delay, const std::string &row);
 
 protected:

@@ -70,38 +70,55 @@ std::string CppPrinter::fusedKernel(const KernelIR &k) {
 }
 
 std::string CppPrinter::libraryKernel(const KernelIR &k) {
+  // With --lengths the rows [from, to) are a span of sequences still running (docs/lengths.md).
+  const bool spans = p_.hasLengths;
+  const std::string from = spans ? "q0" : "r0", to = spans ? "q1" : "r1", in = spans ? "    " : "  ";
   auto at = [&](int buffer, int32_t delay) {
     const Buffer &b = p_.buffers[buffer];
-    return fmt::format("ws.{} + {}", b.name, CPrinter::rowOffset(b, delay, "r0"));
+    return fmt::format("ws.{} + {}", b.name, CPrinter::rowOffset(b, delay, from));
   };
   // A dropped param's product reads neither array: its W and gradient are the workspace's.
   const bool product = k.kind == KernelIR::Kind::Gemm || k.kind == KernelIR::Kind::GemmT;
   std::string out = signature(k, product && !k.dropped, !product && !k.dropped);
+  std::string body;
   switch (k.kind) {
   case KernelIR::Kind::Gemm:
   case KernelIR::Kind::GemmT:
   case KernelIR::Kind::GradMatrix: {
-    GemmCall gemm = gemmCall(p_, k);
-    out += fmt::format("  {}\n  gemm({});\n", gemm.comment, gemm.args);
+    GemmCall gemm = gemmCall(p_, k, from, to);
+    out += fmt::format("  {}\n", gemm.comment);
+    body = fmt::format("{}gemm({});\n", in, gemm.args);
     break;
   }
   case KernelIR::Kind::GradVector:
-    out += fmt::format("  const real *d = {};\n", at(k.a, k.aDelay));
-    out += fmt::format("  real *g = G + {};\n", k.paramOffset);
-    out += "  for (int64_t r = 0; r < r1 - r0; ++r)\n";
-    out += fmt::format("    for (int64_t i = 0; i < {}; ++i) g[{}] += d[r * {} + i];\n", k.cols, k.rows == 1 ? "0" : "i",
-                       k.cols);
+    body += fmt::format("{}const real *d = {};\n", in, at(k.a, k.aDelay));
+    body += fmt::format("{}real *g = G + {};\n", in, k.paramOffset);
+    body += fmt::format("{}for (int64_t r = 0; r < {} - {}; ++r)\n", in, to, from);
+    body += fmt::format("{}  for (int64_t i = 0; i < {}; ++i) g[{}] += d[r * {} + i];\n", in, k.cols,
+                        k.rows == 1 ? "0" : "i", k.cols);
     break;
   case KernelIR::Kind::GradEmbed:
-    out += fmt::format("  const real *d = {};\n", at(k.a, k.aDelay));
-    out += fmt::format("  const int32_t *row = {};\n", at(k.b, k.bDelay));
-    out += fmt::format("  real *g = G + {};\n", k.paramOffset);
-    out += "  for (int64_t r = 0; r < r1 - r0; ++r)\n";
-    out += fmt::format("    for (int64_t i = 0; i < {}; ++i) g[int64_t(row[r]) * {} + i] += d[r * {} + i];\n", k.cols, k.cols,
-                       k.cols);
+    body += fmt::format("{}const real *d = {};\n", in, at(k.a, k.aDelay));
+    body += fmt::format("{}const int32_t *row = {};\n", in, at(k.b, k.bDelay));
+    body += fmt::format("{}real *g = G + {};\n", in, k.paramOffset);
+    body += fmt::format("{}for (int64_t r = 0; r < {} - {}; ++r)\n", in, to, from);
+    body += fmt::format("{}  for (int64_t i = 0; i < {}; ++i) g[int64_t(row[r]) * {} + i] += d[r * {} + i];\n", in,
+                        k.cols, k.cols, k.cols);
     break;
   case KernelIR::Kind::Fused: RNNC_UNREACHABLE("not a library kernel");
   }
+  if (!spans) return out + body + "}\n";
+  // The rows of sequences past their end: a product there is zeros (what the
+  // graph's carries and outputs never read but through a factor 0), and a
+  // gradient gets nothing (its d is 0 there).
+  std::string stopped = "[](int64_t, int64_t) {}";
+  if (product) {
+    const Buffer &o = p_.buffers[k.out];
+    stopped = fmt::format("[&](int64_t q0, int64_t q1) {{ std::fill_n(ws.{} + {}, (q1 - q0) * {}, real(0)); }}", o.name,
+                          CPrinter::rowOffset(o, 0, "q0"), o.width);
+  }
+  out += "  // Only the rows of sequences still running (docs/lengths.md).\n";
+  out += "  running_spans(ws.lengths, B, r0, r1, [&](int64_t q0, int64_t q1) {\n" + body + "  }, " + stopped + ");\n";
   return out + "}\n";
 }
 

@@ -18,6 +18,8 @@
 #include "ir/Scalar.h"
 
 #include <algorithm>
+#include "support/Crash.h"
+
 #include <fmt/format.h>
 #include <map>
 #include <set>
@@ -63,6 +65,7 @@ public:
     w.line("// From pageable memory: staged before the calls return.");
     w.line("RNNC_CUDA_CHECK(cudaMemcpyAsync(ws.lengths, lengths.data(), sizeof(int32_t) * B, cudaMemcpyHostToDevice, s0));");
     w.line("RNNC_CUDA_CHECK(cudaMemcpyAsync(ws.loss_weight, &weight, sizeof(real), cudaMemcpyHostToDevice, s0));");
+    w.line("ws.host_lengths = lengths.data(); // each step's library calls are cut to the sequences still running");
   }
   void droppedParams(Writer &w, bool backward) const override;
   void clearGradients(Writer &w) const override;
@@ -98,6 +101,7 @@ private:
   Touches touches(const StageIR &s) const;
   std::vector<int> waitsOf(int stage) const;
   void launcher(Writer &w, const KernelIR &k, int index);
+  void spannedLibraryCall(Writer &w, const KernelIR &k);
   void stageFunction(Writer &w, int stage);
   void tables(Writer &w);
   void readiness(Writer &w);
@@ -195,6 +199,19 @@ void CudaHost::launcher(Writer &w, const KernelIR &k, int index) {
   }
   case KernelIR::Kind::Gemm:
   case KernelIR::Kind::GemmT:
+  case KernelIR::Kind::GradMatrix:
+  case KernelIR::Kind::GradVector:
+  case KernelIR::Kind::GradEmbed:
+    if (p_.hasLengths) {
+      spannedLibraryCall(w, k);
+      return;
+    }
+    break;
+  }
+  switch (k.kind) {
+  case KernelIR::Kind::Fused: RNNC_UNREACHABLE("launched above");
+  case KernelIR::Kind::Gemm:
+  case KernelIR::Kind::GemmT:
   case KernelIR::Kind::GradMatrix: {
     GemmCall gemm = gemmCall(p_, k);
     w.line("{}", gemm.comment);
@@ -226,6 +243,57 @@ void CudaHost::launcher(Writer &w, const KernelIR &k, int index) {
     return;
   }
   w.line("return 0;").close();
+}
+
+/// A --lengths launcher's library call, on the rows of sequences still running
+/// only (docs/lengths.md): a product's other rows are zeros, a gradient's get nothing.
+void CudaHost::spannedLibraryCall(Writer &w, const KernelIR &k) {
+  auto at = [&](int buffer, int32_t delay) {
+    return fmt::format("ws.{} + {}", p_.buffers[buffer].name, CPrinter::rowOffset(p_.buffers[buffer], delay, "q0"));
+  };
+  const bool product = k.kind == KernelIR::Kind::Gemm || k.kind == KernelIR::Kind::GemmT;
+  std::string call;
+  switch (k.kind) {
+  case KernelIR::Kind::Gemm:
+  case KernelIR::Kind::GemmT:
+  case KernelIR::Kind::GradMatrix: {
+    GemmCall gemm = gemmCall(p_, k, "q0", "q1");
+    w.line("{}", gemm.comment);
+    if (k.dropped) w.line("(void)P, (void)G;");
+    else w.line("(void){};", product ? "G" : "P");
+    call = fmt::format("ok(gemm(blas, {}), \"gemm\")", gemm.args);
+    break;
+  }
+  case KernelIR::Kind::GradVector:
+    w.line("(void)P;");
+    w.line(k.rows == 1 ? "// G[{}] += every element of d" : "// G[{}..] += sum over rows of d[r]", k.paramOffset);
+    call = k.rows == 1 ? fmt::format("ok(column_sums(blas, (q1 - q0) * {}, 1, {}, ws.ones, G + {}), \"column_sums\")",
+                                     k.cols, at(k.a, k.aDelay), k.paramOffset)
+                       : fmt::format("ok(column_sums(blas, q1 - q0, {}, {}, ws.ones, G + {}), \"column_sums\")", k.cols,
+                                     at(k.a, k.aDelay), k.paramOffset);
+    break;
+  case KernelIR::Kind::GradEmbed:
+    w.line("(void)P, (void)blas;");
+    call = fmt::format("launch(kernel_[1], \"grad_embed\", grid_for({}, 256), 256, s, static_cast<const real *>({}), "
+                       "static_cast<const int32_t *>({}), G + {}, q1 - q0, int64_t({}))",
+                       k.cols, at(k.a, k.aDelay), at(k.b, k.bDelay), k.paramOffset, k.cols);
+    break;
+  case KernelIR::Kind::Fused: RNNC_UNREACHABLE("not a library kernel");
+  }
+  if (!product && k.kind != KernelIR::Kind::GradEmbed) w.line("(void)s; // on blas's stream");
+  w.line("// Only the rows of sequences still running (docs/lengths.md).").line("bool good = true;");
+  w.line("running_spans(ws.host_lengths, B, r0, r1, [&](int64_t q0, int64_t q1) {{ good = good && {}; }},", call);
+  if (product) {
+    const Buffer &o = p_.buffers[k.out];
+    w.line("              [&](int64_t q0, int64_t q1) {{");
+    w.line("                good = good && ok(cudaMemsetAsync(ws.{} + {}, 0, sizeof(real) * (q1 - q0) * {}, s), "
+           "\"cudaMemsetAsync\");",
+           o.name, CPrinter::rowOffset(o, 0, "q0"), o.width);
+    w.line("              }});");
+  } else {
+    w.line("              [](int64_t, int64_t) {{}});");
+  }
+  w.line("return good ? 0 : 1;").close();
 }
 
 void CudaHost::stageFunction(Writer &w, int stage) {
@@ -290,6 +358,13 @@ void CudaHost::context(Writer &w, bool backward) const {
   w.line("if (!c.bind(stream)) return 1;").line("cudaStream_t s0 = c.stream(0); // the caller's");
   if (backward) w.line("(void)c, (void)seeds, (void)state_seeds, (void)input_grads, (void)state_grads;");
   else w.line("(void)c, (void)s0;");
+  if (backward && p_.hasLengths) {
+    w.line("// The lengths forward kept, on the host: each step's library calls are cut to the sequences");
+    w.line("// still running, so backward waits here for forward's work on the caller's stream.");
+    w.line("std::vector<int32_t> lengths(static_cast<size_t>(B));");
+    w.line("RNNC_CUDA_CHECK(cudaMemcpyAsync(lengths.data(), ws.lengths, sizeof(int32_t) * B, cudaMemcpyDeviceToHost, s0));");
+    w.line("RNNC_CUDA_CHECK(cudaStreamSynchronize(s0));").line("ws.host_lengths = lengths.data();");
+  }
 }
 
 /// One launch per dropped param on stream 0: forward's before the stages
@@ -339,7 +414,6 @@ void CudaHost::header(Writer &w) {
 /// The device code (in a .cu as it is, with --jit as NVRTC's string), the
 /// workspace layout with the ones, then the tables, readiness and launchers.
 void CudaHost::definitions(Writer &w) {
-  const char *onesMember = "real *ones; // [T][B][n] ones: what the bias gradients' column sums multiply";
   std::string kernels = printCudaKernels(p_, sm_);
   if (o_.jit) {
     w.line("#ifdef RNNC_REAL_DOUBLE").line("using real = double;");
@@ -347,13 +421,14 @@ void CudaHost::definitions(Writer &w) {
     w.line("#else").line("using real = float;").line("const char kRealDefine[] = \"\";").line("#endif").blank();
     w.line("// The device code: what a .cu bundle of this model holds, compiled by NVRTC.");
     w.raw("const char kKernelSource[] = R\"rnnc_cuda(" + kernels + ")rnnc_cuda\";\n").blank();
-    w.raw(workspaceStruct(p_, onesMember)).blank();
+    w.raw(cudaWorkspaceStruct(p_)).blank();
   } else {
     w.raw(kernels);
   }
   w.line("using namespace rnnc::cuda;").blank();
-  w.raw(workspaceLayout(p_, p_.onesWidth ? fmt::format("ws->ones = c.take<real>(1, 0, {});", p_.onesWidth)
-                                         : "ws->ones = nullptr;"))
+  std::string extraTake = p_.onesWidth ? fmt::format("ws->ones = c.take<real>(1, 0, {});", p_.onesWidth) : "ws->ones = nullptr;";
+  if (p_.hasLengths) extraTake += " ws->host_lengths = nullptr;";
+  w.raw(workspaceLayout(p_, extraTake))
       .blank();
   tables(w);
   readiness(w);
@@ -432,6 +507,10 @@ void CudaHost::runner(Writer &w) {
   w.line("Context &c = context();").line("if (!kCudaGraphs || !loop) return fn(ws, P, G, T, B, c.stream(s), c.blas(s));");
   w.line("thread_local GraphCache graphs;");
   w.line("std::vector<const void *> key = {{mem, P, G, reinterpret_cast<const void *>(T), reinterpret_cast<const void *>(B)}};");
+  if (p_.hasLengths) {
+    w.line("// A graph holds its library calls' rows: the lengths are part of its key.");
+    w.line("for (int64_t b = 0; b < B; ++b) key.push_back(reinterpret_cast<const void *>(intptr_t(ws.host_lengths[b])));");
+  }
   w.line("return run_captured(graphs, stage, key, c.stream(s), c.captureStream(), c.blas(s), [&](cudaStream_t stream) {{");
   w.line("  return fn(ws, P, G, T, B, stream, c.blas(s));").line("}});");
   w.close().blank();

@@ -306,6 +306,13 @@ std::vector<std::string> cudaKernelNames(const Program &p) {
   return names;
 }
 
+std::string cudaWorkspaceStruct(const Program &p) {
+  std::vector<std::string> members = {"real *ones; // [T][B][n] ones: what the bias gradients' column sums multiply"};
+  if (p.hasLengths)
+    members.push_back("const int32_t *host_lengths; // [B] in host memory: the rows each step's library calls cut to");
+  return workspaceStruct(p, members);
+}
+
 std::string printCudaKernels(const Program &p, const SourceManager &sm) {
   std::string out = std::string(kPreludeHead) + "#define RNNC_SCALAR __device__ __forceinline__\n" + kScalarText +
                     "#undef RNNC_SCALAR\n\n" + kPreludeTail;
@@ -336,7 +343,7 @@ std::string printCudaKernels(const Program &p, const SourceManager &sm) {
            "  }\n"
            "}\n";
   if (CudaScanPrinter::anyRunsInParallel(p)) out += CudaScanPrinter::devicePrelude();
-  out += "\n" + workspaceStruct(p, "real *ones; // [T][B][n] ones: what the bias gradients' column sums multiply") + "\n";
+  out += "\n" + cudaWorkspaceStruct(p) + "\n";
   CudaPrinter printer(p, sm);
   for (const KernelIR &k : p.kernels)
     if (k.kind == KernelIR::Kind::Fused) out += printer.kernel(k) + "\n";

@@ -48,6 +48,10 @@ private:
 /// same text is the body of a .cu bundle and the NVRTC string of --jit.
 std::string printCudaKernels(const Program &p, const SourceManager &sm);
 
+/// The Workspace struct of a CUDA model: HostCode's, with the ones the bias
+/// gradients multiply and, --lengths, the host copy of the lengths.
+std::string cudaWorkspaceStruct(const Program &p);
+
 /// The names of the __global__ functions printCudaKernels defines, in the
 /// order the host code indexes them.
 std::vector<std::string> cudaKernelNames(const Program &p);

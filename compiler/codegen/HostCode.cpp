@@ -281,7 +281,7 @@ void HostPrinter::readers() {
 
 std::string printHostModule(const Program &p, HostTarget &t) { return HostPrinter(p, t).print(); }
 
-std::string workspaceStruct(const Program &p, const std::string &extraMember) {
+std::string workspaceStruct(const Program &p, const std::vector<std::string> &extraMembers) {
   Writer w;
   w.line("/// Every value that leaves its sweep, [padding + T + padding][B][width].");
   w.open("struct Workspace {{");
@@ -293,7 +293,7 @@ std::string workspaceStruct(const Program &p, const std::string &extraMember) {
            : b.ring ? ": a ring of the steps its loop reads back"
            : b.shares >= 0 ? ": shares " + p.buffers[b.shares].name + "'s memory"
                            : "");
-  if (!extraMember.empty()) w.line("{}", extraMember);
+  for (const std::string &member : extraMembers) w.line("{}", member);
   if (p.hasMasks) w.line("unsigned *rng; // [4]: the masks' key (low, high), 1 in training, 0");
   if (!p.dropped.empty()) w.line("real *dropped; // [{}]: the dropped params (DropConnect), made by forward", p.droppedElements);
   if (p.droppedGrads) w.line("real *dropped_grad; // [{}]: their gradients, folded into G by backward", p.droppedElements);
@@ -326,11 +326,12 @@ std::string workspaceLayout(const Program &p, const std::string &extraTake) {
   return w.close().take();
 }
 
-GemmCall gemmCall(const Program &p, const KernelIR &k) {
+GemmCall gemmCall(const Program &p, const KernelIR &k, const std::string &from, const std::string &to) {
   auto at = [&](int buffer, int32_t delay) {
     const Buffer &b = p.buffers[buffer];
-    return fmt::format("ws.{} + {}", b.name, CPrinter::rowOffset(b, delay, "r0"));
+    return fmt::format("ws.{} + {}", b.name, CPrinter::rowOffset(b, delay, from));
   };
+  const std::string m = fmt::format("{} - {}", to, from);
   // A dropped param and its gradient are the workspace's, not the caller's.
   const std::string W = fmt::format("{}{}", k.dropped ? "ws.dropped + " : "P + ", k.paramOffset);
   const std::string G = fmt::format("{}{}", k.dropped ? "ws.dropped_grad + " : "G + ", k.paramOffset);
@@ -338,16 +339,16 @@ GemmCall gemmCall(const Program &p, const KernelIR &k) {
   switch (k.kind) {
   case KernelIR::Kind::Gemm:
     return {fmt::format("// out[r] = W x[r], W = {} [{} x {}]", of, k.rows, k.cols),
-            fmt::format("false, true, r1 - r0, {}, {}, {}, {}, {}, real(0)", k.rows, k.cols, at(k.a, k.aDelay), W,
+            fmt::format("false, true, {}, {}, {}, {}, {}, {}, real(0)", m, k.rows, k.cols, at(k.a, k.aDelay), W,
                         at(k.out, 0))};
   case KernelIR::Kind::GemmT:
     return {fmt::format("// out[r] = W^T d[r], W = {} [{} x {}]", of, k.rows, k.cols),
-            fmt::format("false, false, r1 - r0, {}, {}, {}, {}, {}, real(0)", k.cols, k.rows, at(k.a, k.aDelay), W,
+            fmt::format("false, false, {}, {}, {}, {}, {}, {}, real(0)", m, k.cols, k.rows, at(k.a, k.aDelay), W,
                         at(k.out, 0))};
   case KernelIR::Kind::GradMatrix:
     return {fmt::format("// {}{}..] [{} x {}] += sum over rows of d[r] x[r]^T", k.dropped ? "ws.dropped_grad[" : "G[",
                         k.paramOffset, k.rows, k.cols),
-            fmt::format("true, false, {}, {}, r1 - r0, {}, {}, {}, real(1)", k.rows, k.cols, at(k.a, k.aDelay),
+            fmt::format("true, false, {}, {}, {}, {}, {}, {}, real(1)", k.rows, k.cols, m, at(k.a, k.aDelay),
                         at(k.b, k.bDelay), G)};
   default: RNNC_UNREACHABLE("not a GEMM kernel");
   }

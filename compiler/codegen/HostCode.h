@@ -77,9 +77,9 @@ std::string printHostModule(const Program &p, HostTarget &t);
 /// The rows a buffer has in the workspace ("T + 1", "1", "3").
 std::string rowsOf(const Buffer &b);
 
-/// `struct Workspace { ... };` with one member per buffer, `extraMember`
-/// (a line, without indentation) and the loss seed.
-std::string workspaceStruct(const Program &p, const std::string &extraMember = "");
+/// `struct Workspace { ... };` with one member per buffer, `extraMembers`
+/// (lines, without indentation) and the loss seed.
+std::string workspaceStruct(const Program &p, const std::vector<std::string> &extraMembers = {});
 
 /// `int64_t layout(T, B, base, ws)` carving every buffer, then `extraTake`
 /// (a line, without indentation).
@@ -87,11 +87,11 @@ std::string workspaceLayout(const Program &p, const std::string &extraTake = "")
 
 /// A GEMM kernel (Gemm, GemmT, GradMatrix) as both targets call it: the
 /// comment saying the product and the arguments of
-/// `gemm(transA, transB, m, n, k, A, B, C, beta)`, rows from r0.
+/// `gemm(transA, transB, m, n, k, A, B, C, beta)` on rows [from, to).
 struct GemmCall {
   std::string comment, args;
 };
-GemmCall gemmCall(const Program &p, const KernelIR &k);
+GemmCall gemmCall(const Program &p, const KernelIR &k, const std::string &from = "r0", const std::string &to = "r1");
 
 /// A stage's launches: every step at once, or a loop over t in the stage's
 /// direction; `launch` spells one given its kernel and rows.

@@ -126,6 +126,7 @@ struct BenchOptions {
   bool onlyOptimized = false; // skip the -O0 column
   int64_t maxMemory = 0;      // --max-memory in bytes; 0: the machine's physical memory
   int64_t minLength = 0;      // --min-length: a --lengths build, lengths uniform in [min, T]; 0: none
+  bool unsorted = false;      // --unsorted-lengths: in the order drawn, not longest first
 };
 
 class BenchCommand : public Command {
@@ -147,6 +148,8 @@ public:
     cmd.add_option("--min-length", c.minLength,
                    "compile with --lengths and run sequences of lengths drawn uniformly in [MIN, T] (docs/lengths.md)")
         ->check(CLI::Range(int64_t(1), int64_t(1) << 24));
+    cmd.add_flag("--unsorted-lengths", c.unsorted,
+                 "keep the drawn lengths in their order (by default sorted longest first, as a packed batch)");
     addMaxMemory(cmd, c.maxMemory);
   }
 
@@ -171,6 +174,8 @@ public:
       lengths.push_back(static_cast<int32_t>(c.minLength + static_cast<int64_t>(draw() % (c.seq - c.minLength + 1))));
       valid += lengths.back();
     }
+    // Longest first, as PyTorch packs a batch: each step's work is then the sequences still running.
+    if (!c.unsorted) std::sort(lengths.begin(), lengths.end(), std::greater<>());
     auto device = resolveDevice(device_);
     if (!device) return 1;
     auto program = checkProgram(common_.file, o);
@@ -183,7 +188,10 @@ public:
     out["threads"] = threads && std::atoi(threads) > 0 ? std::atoi(threads) : static_cast<int>(std::thread::hardware_concurrency());
     out["runs"] = c.runs;
     out["device"] = codegen::targetName(*device);
-    if (!lengths.empty()) out["valid_fraction"] = static_cast<double>(valid) / static_cast<double>(c.seq * c.batch);
+    if (!lengths.empty()) {
+      out["valid_fraction"] = static_cast<double>(valid) / static_cast<double>(c.seq * c.batch);
+      out["lengths_sorted"] = !c.unsorted;
+    }
     std::vector<std::pair<std::string, bool>> variants = {{"optimized", true}};
     if (!c.onlyOptimized) variants.push_back({"O0", false});
     std::map<std::string, Timing> timings;
@@ -214,7 +222,8 @@ public:
     }
     fmt::print("{}: B = {}, T = {}, {}, median of {} runs{}\n", out["model"].get<std::string>(), c.batch, c.seq,
                *device == codegen::Target::Cuda ? std::string("CUDA") : fmt::format("{} threads", out["threads"].get<int>()), c.runs,
-               lengths.empty() ? "" : fmt::format(", lengths in [{}, {}]: {:.1f}% of the steps valid", c.minLength, c.seq,
+               lengths.empty() ? "" : fmt::format(", lengths in [{}, {}]{}: {:.1f}% of the steps valid", c.minLength, c.seq,
+                                                 c.unsorted ? " unsorted" : " longest first",
                                                  100.0 * out["valid_fraction"].get<double>()));
     fmt::print("  {:<10} {:>12} {:>14} {:>14} {:>14}\n", "", "forward ms", "fwd+bwd ms", "tokens/s", "workspace MB");
     for (const auto &[label, optimize] : variants) {

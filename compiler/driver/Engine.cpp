@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <dlfcn.h>
 #include "rnnc/checkpoint.h"
 
@@ -245,6 +246,10 @@ bool runLoadedModel(const rnnc_model &m, const InterpInputs &in, bool grad, Inte
     return false;
   };
   if (!ws) return failed();
+  // RNNC_POISON_WORKSPACE=1 (tests): the workspace starts as NaNs, so a value read before the model
+  // writes it shows in the results instead of passing as the zeros of fresh memory.
+  if (const char *poison = std::getenv("RNNC_POISON_WORKSPACE"); poison && *poison == '1' && !mem.onDevice())
+    std::memset(ws, 0xff, static_cast<size_t>(m.workspace_bytes(T, B)));
   // Host arrays go where the model reads them; what it writes comes back.
   auto place = [&](const void *host, int64_t n, int64_t elementBytes) { return mem.in(host, n * elementBytes); };
   auto back = [&](const void *model, int64_t n, bool index, std::vector<double> &to) {

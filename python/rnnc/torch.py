@@ -549,6 +549,15 @@ class Recurrent(torch.nn.Module):
             if not tracing and lengths.numel() and (int(lengths.min()) < 1 or int(lengths.max()) > T):
                 raise ValueError(f"every length must be in 1..T (T = {T}), not {lengths.tolist()}")
             lengths = lengths.to(torch.int32)
+        # Longest first, as PyTorch packs a batch: the compiled code then computes at each step only
+        # the sequences still running (docs/lengths.md). The results come back in the caller's order.
+        order = None
+        if lengths is not None and (tracing or bool((lengths[1:] > lengths[:-1]).any())):
+            order = torch.argsort(lengths, descending=True, stable=True)
+            lengths = lengths.index_select(0, order)
+            on_dev = order.to(dev)
+            xs = [x.index_select(1, on_dev) for x in xs]
+            states = [v.index_select(1, on_dev) for v in states]
         params = self._flat_params()
         need_grad = torch.is_grad_enabled() and (params.requires_grad or any(x.requires_grad for x in xs) or
                                                  any(v.requires_grad for v in states))
@@ -566,6 +575,10 @@ class Recurrent(torch.nn.Module):
             key = torch.randint(0, 2**62, (), dtype=torch.int64)
         res = (_BINDING or binding()).forward(run.address, params, xs, states, int(T), int(B), -1, lengths, key)
         n_out = len(lib.outputs)
+        if order is not None:  # back to the caller's order (the loss is a mean: it stays)
+            back = torch.argsort(order).to(dev)
+            n_back = n_out + len(lib.states)
+            res = [r.index_select(1, back) for r in res[:n_back]] + list(res[n_back:])
         outs = res[:n_out]
         if batch_first:
             outs = [o.transpose(0, 1) for o in outs]

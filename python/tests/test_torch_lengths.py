@@ -71,6 +71,28 @@ def test_lstm_equals_packed_nn_lstm(bound):
         torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
 
 
+def test_initial_states_follow_their_sequences(bound):
+    # The layer runs the batch longest first: each initial state, output and gradient must stay with
+    # its own sequence.
+    torch.manual_seed(4)
+    ref = torch.nn.LSTM(I, H, dtype=torch.float64)
+    ours = rnnc.load(sample("lstm.rnn"), dtype=torch.float64, I=I, H=H, lengths=True)
+    copy_weights(ours, ref)
+    x, w = data()
+    h0 = torch.randn(1, B, H, dtype=torch.float64, requires_grad=True)
+    c0 = torch.randn(1, B, H, dtype=torch.float64, requires_grad=True)
+    y, final = ours(x, state={"h": h0, "c": c0}, lengths=torch.tensor(LENGTHS))
+    packed, (h_n, c_n) = ref(pack_padded_sequence(x, LENGTHS, enforce_sorted=False), (h0, c0))
+    y_ref, _ = pad_packed_sequence(packed, total_length=T)
+    torch.testing.assert_close(y, y_ref, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(final["h"], h_n, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(final["c"], c_n, rtol=1e-12, atol=1e-12)
+    grads = torch.autograd.grad((y * w).sum() + (final["c"] ** 2).sum(), [x, h0, c0])
+    grads_ref = torch.autograd.grad((y_ref * w).sum() + (c_n ** 2).sum(), [x, h0, c0])
+    for a, b in zip(grads, grads_ref):
+        torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
+
+
 def test_bidirectional_from_two_cells():
     torch.manual_seed(1)
     ref = torch.nn.LSTM(I, H, bidirectional=True, dtype=torch.float64)

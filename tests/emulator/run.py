@@ -244,6 +244,9 @@ def main():
     # bidirectional one, and loops run in parallel over time (T = 100: two chunks and more).
     for s in named("lstm", "bitagger", "zoneout_lstm"):
         runs.append((s, ["--lengths"], {"cpu_flags": ["--lengths"]}))
+    # Each step's library calls cut to the sequences still running: a graph per set of lengths.
+    for s in named("lstm"):
+        runs.append((s, ["--lengths", "--cuda-graphs"], {"cpu_flags": ["--lengths"], "envs": ({}, caller)}))
     for s in named("mingru", "qrnn"):
         runs.append((s, ["--lengths", "--time-parallel", "scan"],
                      {"cpu_flags": ["--lengths", "--time-parallel", "off"], "steps": 100, "batch": 2}))

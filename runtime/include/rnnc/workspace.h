@@ -55,6 +55,38 @@ inline int fail_no_backward(const char *model) {
   return 1;
 }
 
+// Sequences of their own lengths (docs/lengths.md, "The steps past the end").
+
+/// The rows of step t that a --lengths model computes: those up to its last
+/// sequence still running (len > t), all B before the first step. Sorted
+/// longest first, as PyTorch packs a batch, these are the running ones exactly.
+inline int64_t running_rows(const int32_t *lengths, int64_t B, int64_t t) {
+  if (t < 0) return B;
+  int64_t n = B;
+  while (n > 0 && lengths[n - 1] <= t) --n;
+  return n;
+}
+
+/// Rows [r0, r1) (row r is step r / B of sequence r % B) cut into maximal
+/// spans: `run(a, b)` for each span of running rows (running_rows of its step),
+/// `stopped(a, b)` for each span past its sequence's end, in row order.
+template <class Run, class Stopped>
+inline void running_spans(const int32_t *lengths, int64_t B, int64_t r0, int64_t r1, Run run, Stopped stopped) {
+  int64_t open = r0; // the running span not yet given to run
+  for (int64_t r = r0; r < r1;) {
+    const int64_t t = r >= 0 ? r / B : -((B - 1 - r) / B);
+    const int64_t step_end = std::min(r1, (t + 1) * B);
+    const int64_t running_end = std::max(r, std::min(step_end, t * B + running_rows(lengths, B, t)));
+    if (running_end < step_end) { // the step stops early: close the span there
+      if (open < running_end) run(open, running_end);
+      stopped(running_end, step_end);
+      open = step_end;
+    }
+    r = step_end;
+  }
+  if (open < r1) run(open, r1);
+}
+
 /// Lengths given to a model compiled without --lengths.
 inline int fail_no_lengths(const char *model) {
   last_error() = std::string(model) + " was compiled without --lengths: it cannot take sequence lengths";
