@@ -12,6 +12,7 @@
 #   tests   tests/gpu/run.py: CUDA results against CPU results on every sample
 #   abi     tests/cuda/no_device.cpp on the LSTM --jit bundle: ABI v3 on a GPU (the
 #           caller's stream, forward's results, two threads at once)
+#   lengths tools/bench-lengths.sh on CUDA: an LSTM with lengths uniform in [T/4, T] against it padded
 #   scan    bench/gpu/time_parallel.py: loops in parallel over time (minGRU's scan,
 #           IndRNN's Newton) against the same loops step by step, T = 2^7 .. 2^16,
 #           and their error; written to docs/benchmarks/gpu-time-parallel.md
@@ -135,6 +136,17 @@ if rm -rf "$abi" && "$rnnc" compile samples/lstm.rnn --target cuda --jit -o "$ab
 else
   tail -20 "$out/abi.log"
   phase abi "FAILED to build ($out/abi.log)"; failed=1
+fi
+
+# ---- sequences of their own lengths: lengths uniform in [T/4, T] against the batch padded
+#      (docs/lengths.md: each step's cuBLAS calls cut to the sequences still running)
+if [ "$tests_rc" != 77 ]; then
+  if with_blas timeout -k 10 150 bash tools/bench-lengths.sh "$rnnc" 3 cuda >"$out/lengths.txt" 2>&1; then
+    cat "$out/lengths.txt"
+    phase lengths "measured: $out/lengths.txt (forward ms, fwd+bwd ms per round; uniform against full)"
+  else
+    phase lengths "FAILED: $(tail -2 "$out/lengths.txt" | tr '\n' ' ')"; failed=1
+  fi
 fi
 
 # ---- loops in parallel over time against the same loops step by step

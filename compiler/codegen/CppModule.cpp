@@ -85,7 +85,15 @@ void CpuHost::definitions(Writer &w) {
   w.line("// Element-ops in a launch worth a thread team. Below it a launch runs its rows on the calling");
   w.line("// thread without entering OpenMP: a parallel region costs about 0.3 us even on one thread.");
   w.line("constexpr int64_t kParallelWork = 1 << 20;").blank();
-  w.raw(workspaceStruct(p_)).blank().raw(workspaceLayout(p_)).blank();
+  std::vector<std::string> members;
+  std::string take;
+  if (p_.packWidth) {
+    members.push_back(fmt::format("real *packed; // [min(T·B, {})][{}]: running rows packed for a product (--lengths)",
+                                  MemoryPlan::kPackedRows, p_.packWidth));
+    take = fmt::format("ws->packed = c.take_fixed<real>(std::min<int64_t>(T * B, {}) * {});", MemoryPlan::kPackedRows,
+                       p_.packWidth);
+  }
+  w.raw(workspaceStruct(p_, members)).blank().raw(workspaceLayout(p_, take)).blank();
   for (const KernelIR &k : p_.kernels) w.raw(kernels_.kernel(k)).blank();
   for (size_t at = 0; at < p_.stages.size(); ++at)
     if (p_.stages[at].loop && p_.stages[at].scan.plan != LoopPlan::Sequential)

@@ -69,7 +69,58 @@ std::string CppPrinter::fusedKernel(const KernelIR &k) {
   return out + "}\n";
 }
 
+/// Row 0 of buffer b read at t - delay, for a launch of every step at once ("ws.x_0 + B * 64").
+static std::string rowZero(const Buffer &b, int32_t delay) {
+  const int64_t shift = b.padBefore - delay;
+  if (shift == 0) return "ws." + b.name;
+  return fmt::format("ws.{} + {}B * {}", b.name, shift == 1 ? "" : std::to_string(shift) + " * ", b.width);
+}
+
+/// A --lengths product or weight gradient of every step at once on the CPU:
+/// the running rows in place or packed into ws.packed (rnnc/workspace.h's
+/// packed_product and packed_gradient), so that its cost follows them.
+std::string CppPrinter::packedLibraryKernel(const KernelIR &k) {
+  const Buffer &a = p_.buffers[k.a];
+  const bool product = k.kind != KernelIR::Kind::GradMatrix;
+  const Buffer &other = p_.buffers[product ? k.out : k.b];
+  GemmCall gemm = gemmCall(p_, k);
+  std::string out = signature(k, product && !k.dropped, !product && !k.dropped);
+  out += fmt::format("  {}\n", gemm.comment);
+  out += fmt::format("  // Only the rows of sequences still running, up to {} at a time (docs/lengths.md).\n",
+                     MemoryPlan::kPackedRows);
+  const std::string W = k.dropped ? fmt::format("ws.dropped + {}", k.paramOffset) : fmt::format("P + {}", k.paramOffset);
+  const std::string G =
+      k.dropped ? fmt::format("ws.dropped_grad + {}", k.paramOffset) : fmt::format("G + {}", k.paramOffset);
+  switch (k.kind) {
+  case KernelIR::Kind::Gemm:
+    out += fmt::format("  packed_product(ws.lengths, B, r0, r1, {}, {}, {}, {}, {}, ws.packed, [&](int64_t n, const real *x, "
+                       "real *y) {{ gemm(false, true, n, {}, {}, x, {}, y, real(0)); }});\n",
+                       MemoryPlan::kPackedRows, rowZero(a, k.aDelay), a.width, rowZero(other, 0), other.width, k.rows,
+                       k.cols, W);
+    break;
+  case KernelIR::Kind::GemmT:
+    out += fmt::format("  packed_product(ws.lengths, B, r0, r1, {}, {}, {}, {}, {}, ws.packed, [&](int64_t n, const real *d, "
+                       "real *y) {{ gemm(false, false, n, {}, {}, d, {}, y, real(0)); }});\n",
+                       MemoryPlan::kPackedRows, rowZero(a, k.aDelay), a.width, rowZero(other, 0), other.width, k.cols,
+                       k.rows, W);
+    break;
+  case KernelIR::Kind::GradMatrix:
+    out += fmt::format("  packed_gradient(ws.lengths, B, r0, r1, {}, {}, {}, {}, {}, ws.packed, [&](int64_t n, const real *d, "
+                       "const real *x) {{ gemm(true, false, {}, {}, n, d, x, {}, real(1)); }});\n",
+                       MemoryPlan::kPackedRows, rowZero(a, k.aDelay), a.width, rowZero(other, k.bDelay), other.width,
+                       k.rows, k.cols, G);
+    break;
+  default: RNNC_UNREACHABLE("not a packed kernel");
+  }
+  return out + "}\n";
+}
+
 std::string CppPrinter::libraryKernel(const KernelIR &k) {
+  const bool gemmKind =
+      k.kind == KernelIR::Kind::Gemm || k.kind == KernelIR::Kind::GemmT || k.kind == KernelIR::Kind::GradMatrix;
+  auto plain = [&](int buffer) { return buffer < 0 || (!p_.buffers[buffer].ring && !p_.buffers[buffer].stepLocal); };
+  if (p_.hasLengths && p_.packWidth && !k.perStep && gemmKind && plain(k.a) && plain(k.b) && plain(k.out))
+    return packedLibraryKernel(k);
   // With --lengths the rows [from, to) are a span of sequences still running (docs/lengths.md).
   const bool spans = p_.hasLengths;
   const std::string from = spans ? "q0" : "r0", to = spans ? "q1" : "r1", in = spans ? "    " : "  ";

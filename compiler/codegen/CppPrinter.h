@@ -24,6 +24,9 @@ protected:
     (void)k;
     return true;
   }
+
+private:
+  std::string packedLibraryKernel(const KernelIR &k);
 };
 
 /// The whole <model>.cpp: kernels, workspace layout, forward, backward and

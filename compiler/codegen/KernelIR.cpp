@@ -469,6 +469,7 @@ bool ProgramBuilder::build(std::string &error) {
   p_.hasMasks = m_.maskKeyBytes > 0;
   p_.droppedGrads = m_.droppedGradElements > 0;
   p_.hasLengths = m_.lengths;
+  p_.packWidth = m_.packWidth;
   for (const GraphPort &seed : g_.grads.seeds) {
     if (seed.name == "loss") {
       p_.lossSeeded = true;

@@ -180,6 +180,7 @@ struct Program {
   bool lossSeeded = false; // backward differentiates the loss
   bool hasMasks = false;   // dropout or zoneout: the workspace keeps the masks' key (Workspace::rng)
   bool hasLengths = false; // --lengths: the workspace keeps them and the loss's weight (Workspace::lengths)
+  int64_t packWidth = 0;   // --lengths, CPU: MemoryPlan::packWidth (Workspace::packed)
 };
 
 /// Builds the kernel IR of a scheduled compilation whose memory is planned

@@ -151,6 +151,8 @@ std::string memoryText(const Compilation &c) {
     out += fmt::format("  dropped params: {} reals{}\n", m.droppedElements,
                        m.droppedGradElements ? ", and as many for their gradients" : "");
   if (m.lengths) out += "  the sequences' lengths: [B] int32, and the loss's weight\n";
+  if (m.packWidth)
+    out += fmt::format("  the CPU's packed running rows: [min(T·B, {})][{}]\n", MemoryPlan::kPackedRows, m.packWidth);
   return out;
 }
 

@@ -110,6 +110,11 @@ struct MemoryPlan {
   int64_t droppedElements = 0;     // dropped params (DropConnect): made in the workspace by forward
   int64_t droppedGradElements = 0; // and their gradients, folded into the params' by backward
   bool lengths = false;      // --lengths: the workspace keeps lengths [B] (int32) and the loss's weight (one real)
+  /// --lengths on the CPU: the products and weight gradients of every step at
+  /// once gather the running rows, up to kPackedRows at a time, into a scratch
+  /// of [min(T·B, kPackedRows)][packWidth] (their operands' widths, the widest).
+  int64_t packWidth = 0;
+  static constexpr int64_t kPackedRows = 1024;
   // Per sequence, float32. Bytes of the buffers with memory of their own:
   int64_t bytesPerStep = 0;         // per step of T
   int64_t fixedBytes = 0;           // rows that do not grow with T

@@ -475,6 +475,10 @@ void MemoryPlanner::figures() {
       const Node &n = g_.node(k.nodes.front());
       if (isLibraryCall(g_, k) && n.op == Op::GradVector)
         m_.onesWidth = std::max<int64_t>(m_.onesWidth, n.width == 1 ? g_.node(n.inputs[0].src).width : 1);
+      const bool packed = n.op == Op::MatMul || n.op == Op::MatMulT || n.op == Op::GradMatrix;
+      if (m_.lengths && !stage.loop && isLibraryCall(g_, k) && packed) // a product: its input and output rows
+        m_.packWidth = std::max(m_.packWidth, g_.node(n.inputs[0].src).width +
+                                                  (n.op == Op::GradMatrix ? g_.node(n.inputs[1].src).width : n.width));
     }
   for (const WorkspaceBuffer &b : m_.buffers) {
     m_.unsharedBytesPerStep += b.bytesPerStep();

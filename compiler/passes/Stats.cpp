@@ -59,6 +59,7 @@ Stats computeStats(const Compilation &c) {
   s.maskKeyBytes = c.memory.maskKeyBytes;
   s.droppedParamBytes = 4 * c.memory.droppedElements;
   s.droppedGradBytes = 4 * c.memory.droppedGradElements;
+  s.packedBytesPerRow = 4 * c.memory.packWidth;
   s.buffers = c.memory.buffers;
   return s;
 }
@@ -71,6 +72,7 @@ int64_t workspaceBytes(const MemoryPlan &m, int64_t T, int64_t B, bool cuda) {
   if (cuda && m.onesWidth) total += aligned(B * T * 4 * m.onesWidth);
   if (m.maskKeyBytes) total += aligned(m.maskKeyBytes);
   if (m.lengths) total += aligned(4 * B) + aligned(8);
+  if (!cuda && m.packWidth) total += aligned(4 * std::min(T * B, MemoryPlan::kPackedRows) * m.packWidth);
   if (m.droppedElements) total += aligned(4 * m.droppedElements);
   if (m.droppedGradElements) total += aligned(4 * m.droppedGradElements);
   return std::max<int64_t>(total, 64);
@@ -114,6 +116,8 @@ nlohmann::json statsJson(const Stats &s) {
           {"cuda_bytes_per_step", s.cudaBytesPerStep},
           {"mask_key_bytes", s.maskKeyBytes},
           {"dropped_param_bytes", s.droppedParamBytes},
+          {"packed_bytes_per_row", s.packedBytesPerRow},
+          {"packed_rows", MemoryPlan::kPackedRows},
           {"dropped_grad_bytes", s.droppedGradBytes},
           {"workspace", {{"align_bytes", 64}, {"buffers", buffers}}},
           {"kernels", s.kernels}};
@@ -136,6 +140,9 @@ std::string statsText(const Stats &s) {
   out += fmt::format("workspace: {} bytes per step and sequence plus {} per sequence, {} buffers ({} sharing memory)",
                      s.bufferBytesPerStep, s.bufferFixedBytes, s.buffers.size(), sharing);
   if (s.cudaBytesPerStep) out += fmt::format("; CUDA adds {} per step", s.cudaBytesPerStep);
+  if (s.packedBytesPerRow)
+    out += fmt::format("; the CPU packs running rows in {} bytes per row, up to {} rows", s.packedBytesPerRow,
+                       MemoryPlan::kPackedRows);
   if (s.droppedParamBytes)
     out += fmt::format("; dropped params {} bytes{}", s.droppedParamBytes,
                        s.droppedGradBytes ? fmt::format(" and {} for their gradients", s.droppedGradBytes) : "");

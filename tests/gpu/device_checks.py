@@ -60,6 +60,7 @@ FEATURES = [
     ("indrnn", ["--time-parallel", "newton", "--newton-iterations", "40"], 64),  # Newton's iterations
     ("zoneout_lstm", [], 6),                                 # masks drawn in the kernels (bench: training mode)
     ("bitagger", ["--min-length", "2"], 6),                  # --lengths: lengths copied in, read by every kernel
+    ("lstm", ["--min-length", "2", "--cuda-graphs"], 6),     # --lengths: cuBLAS calls cut per step, memsets, graphs
     ("awd_lstm", [], 6),                                     # DropConnect: drop_param and fold_dropped_grad kernels
 ]
 
