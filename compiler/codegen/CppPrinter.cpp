@@ -93,17 +93,14 @@ std::string CppPrinter::packedLibraryKernel(const KernelIR &k) {
       k.dropped ? fmt::format("ws.dropped_grad + {}", k.paramOffset) : fmt::format("G + {}", k.paramOffset);
   switch (k.kind) {
   case KernelIR::Kind::Gemm:
+  case KernelIR::Kind::GemmT: { // y[n] = W x[n] or W^T x[n]
+    const bool t = k.kind == KernelIR::Kind::GemmT;
     out += fmt::format("  packed_product(ws.lengths, B, r0, r1, {}, {}, {}, {}, {}, ws.packed, [&](int64_t n, const real *x, "
-                       "real *y) {{ gemm(false, true, n, {}, {}, x, {}, y, real(0)); }});\n",
-                       MemoryPlan::kPackedRows, rowZero(a, k.aDelay), a.width, rowZero(other, 0), other.width, k.rows,
-                       k.cols, W);
+                       "real *y) {{ gemm(false, {}, n, {}, {}, x, {}, y, real(0)); }});\n",
+                       MemoryPlan::kPackedRows, rowZero(a, k.aDelay), a.width, rowZero(other, 0), other.width,
+                       t ? "false" : "true", t ? k.cols : k.rows, t ? k.rows : k.cols, W);
     break;
-  case KernelIR::Kind::GemmT:
-    out += fmt::format("  packed_product(ws.lengths, B, r0, r1, {}, {}, {}, {}, {}, ws.packed, [&](int64_t n, const real *d, "
-                       "real *y) {{ gemm(false, false, n, {}, {}, d, {}, y, real(0)); }});\n",
-                       MemoryPlan::kPackedRows, rowZero(a, k.aDelay), a.width, rowZero(other, 0), other.width, k.cols,
-                       k.rows, W);
-    break;
+  }
   case KernelIR::Kind::GradMatrix:
     out += fmt::format("  packed_gradient(ws.lengths, B, r0, r1, {}, {}, {}, {}, {}, ws.packed, [&](int64_t n, const real *d, "
                        "const real *x) {{ gemm(true, false, {}, {}, n, d, x, {}, real(1)); }});\n",
