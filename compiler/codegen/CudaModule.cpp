@@ -186,6 +186,10 @@ void CudaHost::launcher(Writer &w, const KernelIR &k, int index) {
   w.open("int launch_{}(const Workspace &ws, const real *P, real *G, int64_t B, int64_t r0, int64_t r1, "
          "cudaStream_t s, cublasHandle_t blas) {{",
          k.name);
+  if (p_.hasLengths && k.kind != KernelIR::Kind::Fused) { // cut to the running rows
+    spannedLibraryCall(w, k);
+    return;
+  }
   switch (k.kind) {
   case KernelIR::Kind::Fused: {
     int threads = CudaPrinter::threadsOf(k);
@@ -197,19 +201,6 @@ void CudaHost::launcher(Writer &w, const KernelIR &k, int index) {
     w.close();
     return;
   }
-  case KernelIR::Kind::Gemm:
-  case KernelIR::Kind::GemmT:
-  case KernelIR::Kind::GradMatrix:
-  case KernelIR::Kind::GradVector:
-  case KernelIR::Kind::GradEmbed:
-    if (p_.hasLengths) {
-      spannedLibraryCall(w, k);
-      return;
-    }
-    break;
-  }
-  switch (k.kind) {
-  case KernelIR::Kind::Fused: RNNC_UNREACHABLE("launched above");
   case KernelIR::Kind::Gemm:
   case KernelIR::Kind::GemmT:
   case KernelIR::Kind::GradMatrix: {

@@ -93,9 +93,11 @@ inline void running_spans(const int32_t *lengths, int64_t B, int64_t r0, int64_t
 using RowSpans = std::vector<std::pair<int64_t, int64_t>>;
 
 /// The running rows of [r0, r1) (running_spans) up to `chunk` at a time:
-/// `f(spans, n)` with their pieces and n, their count.
-template <class F>
-inline void running_chunks(const int32_t *lengths, int64_t B, int64_t r0, int64_t r1, int64_t chunk, F f) {
+/// `f(spans, n)` with their pieces and n, their count; `stopped(a, b)` for
+/// the rest, as running_spans gives them.
+template <class F, class Stopped>
+inline void running_chunks(const int32_t *lengths, int64_t B, int64_t r0, int64_t r1, int64_t chunk, F f,
+                           Stopped stopped) {
   RowSpans spans;
   int64_t n = 0;
   running_spans(
@@ -113,7 +115,7 @@ inline void running_chunks(const int32_t *lengths, int64_t B, int64_t r0, int64_
           }
         }
       },
-      [](int64_t, int64_t) {});
+      stopped);
   if (n) f(spans, n);
 }
 
@@ -135,14 +137,14 @@ template <class E> inline void scatter_rows(const RowSpans &spans, const E *pack
 template <class E, class Product>
 inline void packed_product(const int32_t *lengths, int64_t B, int64_t r0, int64_t r1, int64_t chunk, const E *in,
                            int64_t in_width, E *out, int64_t out_width, E *scratch, Product product) {
-  running_chunks(lengths, B, r0, r1, chunk, [&](const RowSpans &spans, int64_t n) {
-    if (spans.size() == 1) return product(n, in + spans[0].first * in_width, out + spans[0].first * out_width);
-    gather_rows(spans, in, in_width, scratch);
-    product(n, scratch, scratch + n * in_width);
-    scatter_rows(spans, scratch + n * in_width, out_width, out);
-  });
-  running_spans(
-      lengths, B, r0, r1, [](int64_t, int64_t) {},
+  running_chunks(
+      lengths, B, r0, r1, chunk,
+      [&](const RowSpans &spans, int64_t n) {
+        if (spans.size() == 1) return product(n, in + spans[0].first * in_width, out + spans[0].first * out_width);
+        gather_rows(spans, in, in_width, scratch);
+        product(n, scratch, scratch + n * in_width);
+        scatter_rows(spans, scratch + n * in_width, out_width, out);
+      },
       [&](int64_t a, int64_t b) { std::fill(out + a * out_width, out + b * out_width, E(0)); });
 }
 
@@ -152,12 +154,15 @@ inline void packed_product(const int32_t *lengths, int64_t B, int64_t r0, int64_
 template <class E, class Gradient>
 inline void packed_gradient(const int32_t *lengths, int64_t B, int64_t r0, int64_t r1, int64_t chunk, const E *d,
                             int64_t d_width, const E *x, int64_t x_width, E *scratch, Gradient gradient) {
-  running_chunks(lengths, B, r0, r1, chunk, [&](const RowSpans &spans, int64_t n) {
-    if (spans.size() == 1) return gradient(n, d + spans[0].first * d_width, x + spans[0].first * x_width);
-    gather_rows(spans, d, d_width, scratch);
-    gather_rows(spans, x, x_width, scratch + n * d_width);
-    gradient(n, scratch, scratch + n * d_width);
-  });
+  running_chunks(
+      lengths, B, r0, r1, chunk,
+      [&](const RowSpans &spans, int64_t n) {
+        if (spans.size() == 1) return gradient(n, d + spans[0].first * d_width, x + spans[0].first * x_width);
+        gather_rows(spans, d, d_width, scratch);
+        gather_rows(spans, x, x_width, scratch + n * d_width);
+        gradient(n, scratch, scratch + n * d_width);
+      },
+      [](int64_t, int64_t) {});
 }
 
 /// Lengths given to a model compiled without --lengths.
