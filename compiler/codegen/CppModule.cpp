@@ -5,6 +5,7 @@
 #include "codegen/CppPrinter.h"
 #include "codegen/CppScan.h"
 #include "codegen/HostCode.h"
+#include "codegen/StoppedRows.h"
 #include "ir/Scalar.h"
 
 #include <fmt/format.h>
@@ -124,8 +125,10 @@ void CpuHost::stages(Writer &w, bool backward) {
 } // namespace
 
 std::string printCppModule(const Program &p, const SourceManager &sm) {
-  CpuHost host(p, sm);
-  return printHostModule(p, host);
+  Program cpu = p; // the rows past a sequence's end fold (--lengths)
+  foldStoppedRows(cpu);
+  CpuHost host(cpu, sm);
+  return printHostModule(cpu, host);
 }
 
 } // namespace rnnc::codegen

@@ -1,7 +1,8 @@
 // 1. Kernels: a fused kernel is a loop over its rows (an OpenMP thread team
 //    only when rows × width reaches kParallelWork; below it no OpenMP call at
 //    all, which costs 0.3 us a launch even on one thread), row pointers for every
-//    buffer and delay it touches, then its sweeps; a library kernel is one
+//    buffer and delay it touches, then its sweeps (with --lengths, first the
+//    folded sweeps of a row past its sequence's end); a library kernel is one
 //    CBLAS call (or a plain loop for vector and embedding gradients).
 // 2. Host: the workspace carved per (T, B); forward clears the padding, copies
 //    inputs and initial states in, and issues the forward stages in schedule
@@ -59,8 +60,17 @@ std::string CppPrinter::fusedKernel(const KernelIR &k) {
     out += fmt::format("    {}{} *{} = ws.{} + {};\n", store ? "" : "const ", CPrinter::elementType(b), rowPointer(buffer, delay),
                        b.name, CPrinter::rowOffset(b, delay, "r"));
   }
-  for (const Sweep &s : k.sweeps) out += (s.kind == Sweep::Kind::Map ? "" : "    {\n") + sweep(s, s.kind == Sweep::Kind::Map ? "    " : "      ") +
-                                         (s.kind == Sweep::Kind::Map ? "" : "    }\n");
+  auto sweeps = [&](const std::vector<Sweep> &list, const std::string &indent) {
+    std::string text;
+    for (const Sweep &s : list)
+      text += s.kind == Sweep::Kind::Map ? sweep(s, indent) : indent + "{\n" + sweep(s, indent + "  ") + indent + "}\n";
+    return text;
+  };
+  if (k.foldsStopped) {
+    out += "    if (r / B >= ws.lengths[r % B]) { // past the sequence's end: the carries and zeros (docs/lengths.md)\n";
+    out += sweeps(k.stopped, "      ") + (team ? "      return;\n" : "      continue;\n") + "    }\n";
+  }
+  out += sweeps(k.sweeps, "    ");
   if (!team) return out + "  }\n}\n";
   out += "  };\n";
   out += fmt::format("  if ((r1 - r0) * {} >= kParallelWork) {{\n", work);

@@ -81,6 +81,10 @@ struct KernelIR {
   bool epilogue = false;  // the initial-state gradients: steps -depth .. -1
   int64_t epilogueDepth = 0;
   std::vector<Sweep> sweeps;
+  /// --lengths, CPU: the sweeps at a row past its sequence's end (foldStoppedRows,
+  /// codegen/StoppedRows.h); none when nothing there is needed.
+  bool foldsStopped = false;
+  std::vector<Sweep> stopped;
   // Library calls: out = node's buffer; a, b = operand buffers (GradMatrix: d, x).
   int out = -1, a = -1, b = -1;
   int32_t aDelay = 0, bDelay = 0;
