@@ -126,7 +126,7 @@ void CpuHost::stages(Writer &w, bool backward) {
 
 std::string printCppModule(const Program &p, const SourceManager &sm) {
   Program cpu = p; // the rows past a sequence's end fold (--lengths)
-  foldStoppedRows(cpu);
+  foldStoppedRows(cpu, [](const KernelIR &) { return true; });
   CpuHost host(cpu, sm);
   return printHostModule(cpu, host);
 }

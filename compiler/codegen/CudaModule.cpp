@@ -13,6 +13,7 @@
 //    that rnnc/cuda_jit.h compiles with NVRTC on first use.
 #include "codegen/Bundle.h"
 #include "codegen/CudaPrinter.h"
+#include "codegen/StoppedRows.h"
 #include "codegen/CudaScan.h"
 #include "codegen/HostCode.h"
 #include "ir/Scalar.h"
@@ -515,8 +516,10 @@ void CudaHost::extras(Writer &w) {
 } // namespace
 
 std::string printCudaModule(const Program &p, const SourceManager &sm, const CudaOptions &o) {
-  CudaHost host(p, sm, o);
-  return printHostModule(p, host);
+  Program cuda = p; // the rows past a sequence's end fold (--lengths), but for four elements a thread
+  foldStoppedRows(cuda, [&](const KernelIR &k) { return CudaPrinter::elementsPerThread(k, p) == 1; });
+  CudaHost host(cuda, sm, o);
+  return printHostModule(cuda, host);
 }
 
 } // namespace rnnc::codegen

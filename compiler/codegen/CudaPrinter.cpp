@@ -217,6 +217,12 @@ std::string CudaPrinter::storeTarget(int buffer) const {
 
 std::string CudaPrinter::math(const char *name) const { return std::string("math::") + name; }
 
+/// A row past its sequence's end runs `body` (the folded sweeps) and no more.
+static std::string stoppedRows(const std::string &body) {
+  return "    if (r / B >= ws.lengths[r % B]) { // past the sequence's end: the carries and zeros (docs/lengths.md)\n" + body +
+         "      continue;\n    }\n";
+}
+
 std::string CudaPrinter::fusedKernel(const KernelIR &k) {
   std::set<int> written;
   auto pointers = rowPointers(k, written);
@@ -230,7 +236,7 @@ std::string CudaPrinter::fusedKernel(const KernelIR &k) {
   // A row read as a broadcast element is not offset by the thread's elements
   // (elementsPerThread keeps a row from being read both ways).
   std::set<std::pair<int, int>> scalarRows;
-  for (const Instr &in : k.sweeps[0].body)
+  for (const Instr &in : flat_ ? k.sweeps[0].body : std::vector<Instr>())
     for (const Operand &o : in.args)
       if (o.kind == Operand::Kind::Load && o.scalar) scalarRows.insert({o.buffer, o.delay});
   std::string rows;
@@ -258,6 +264,8 @@ std::string CudaPrinter::fusedKernel(const KernelIR &k) {
     }
     out += rows;
     if (!vector) {
+      if (k.foldsStopped)
+        out += stoppedRows(k.stopped.empty() ? "" : sweep(k.stopped[0], "      "));
       out += sweep(k.sweeps[0], "    ");
       flat_ = false;
       return out + "  }\n}\n";
@@ -284,11 +292,17 @@ std::string CudaPrinter::fusedKernel(const KernelIR &k) {
     return out + "  }\n}\n";
   }
   out += "  for (int64_t r = r0 + blockIdx.x; r < r1; r += gridDim.x) { // one row per block\n" + rows;
-  for (size_t s = 0; s < k.sweeps.size(); ++s) {
-    if (s) out += "    __syncthreads(); // the sweep before wrote what this one reads\n";
-    bool scoped = k.sweeps[s].kind != Sweep::Kind::Map;
-    out += (scoped ? "    {\n" : "") + sweep(k.sweeps[s], scoped ? "      " : "    ") + (scoped ? "    }\n" : "");
-  }
+  auto sweeps = [&](const std::vector<Sweep> &list, const std::string &indent) {
+    std::string text;
+    for (size_t s = 0; s < list.size(); ++s) {
+      if (s) text += indent + "__syncthreads(); // the sweep before wrote what this one reads\n";
+      bool scoped = list[s].kind != Sweep::Kind::Map;
+      text += (scoped ? indent + "{\n" : "") + sweep(list[s], scoped ? indent + "  " : indent) + (scoped ? indent + "}\n" : "");
+    }
+    return text;
+  };
+  if (k.foldsStopped) out += stoppedRows(sweeps(k.stopped, "      ")); // the block's row: one branch for all its threads
+  out += sweeps(k.sweeps, "    ");
   return out + "  }\n}\n";
 }
 

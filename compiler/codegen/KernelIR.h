@@ -81,7 +81,7 @@ struct KernelIR {
   bool epilogue = false;  // the initial-state gradients: steps -depth .. -1
   int64_t epilogueDepth = 0;
   std::vector<Sweep> sweeps;
-  /// --lengths, CPU: the sweeps at a row past its sequence's end (foldStoppedRows,
+  /// --lengths: the sweeps at a row past its sequence's end (foldStoppedRows,
   /// codegen/StoppedRows.h); none when nothing there is needed.
   bool foldsStopped = false;
   std::vector<Sweep> stopped;

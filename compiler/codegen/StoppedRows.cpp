@@ -10,7 +10,7 @@
 //      (which may read a stopped row inside its running rows), a kernel that
 //      is not folded, a full row reading a later step, or a folded store that
 //      is itself needed reads it.
-// The CPU printer runs the folded sweeps at stopped rows (CppPrinter).
+// The CPU and CUDA printers run the folded sweeps at stopped rows.
 #include "codegen/StoppedRows.h"
 
 #include <map>
@@ -203,12 +203,12 @@ void readsOf(const Sweep &s, std::set<int> &into) {
 
 } // namespace
 
-void foldStoppedRows(Program &p) {
+void foldStoppedRows(Program &p, const std::function<bool(const KernelIR &)> &canFold) {
   if (!p.hasLengths) return;
   // The kernels folded: fused, not a time-parallel loop's, not the steps before the first.
   std::vector<bool> folds(p.kernels.size(), false);
   for (size_t k = 0; k < p.kernels.size(); ++k)
-    folds[k] = p.kernels[k].kind == KernelIR::Kind::Fused && !p.kernels[k].epilogue;
+    folds[k] = p.kernels[k].kind == KernelIR::Kind::Fused && !p.kernels[k].epilogue && canFold(p.kernels[k]);
   std::set<int> needed;
   for (const StageIR &s : p.stages) {
     if (s.scan.plan == LoopPlan::Sequential) continue;

@@ -6,6 +6,8 @@
 
 #include "codegen/KernelIR.h"
 
+#include <functional>
+
 namespace rnnc::codegen {
 
 /// Gives each fused kernel of a --lengths program that can take them its
@@ -14,6 +16,8 @@ namespace rnnc::codegen {
 /// value stays needed where a library call, a time-parallel loop, the host
 /// (ports) or a kernel's full rows may read it; constants reach the kernels
 /// that read them in the same row. Nothing changes without --lengths.
-void foldStoppedRows(Program &p);
+/// `folds` says which fused kernels the target can fold (CUDA: not those
+/// that load four elements a thread).
+void foldStoppedRows(Program &p, const std::function<bool(const KernelIR &)> &folds);
 
 } // namespace rnnc::codegen
