@@ -74,9 +74,7 @@ std::string CppPrinter::fusedKernel(const KernelIR &k) {
   if (!team) return out + "  }\n}\n";
   out += "  };\n";
   out += fmt::format("  if ((r1 - r0) * {} >= kParallelWork) {{\n", work);
-  // Rows past their ends cluster at the late steps and the last sequences: dealt round robin.
-  out += fmt::format("#pragma omp parallel for{}\n    for (int64_t r = r0; r < r1; ++r) row(r);\n",
-                     k.foldsStopped ? " schedule(static, 1)" : "");
+  out += "#pragma omp parallel for\n    for (int64_t r = r0; r < r1; ++r) row(r);\n";
   out += "  } else {\n    for (int64_t r = r0; r < r1; ++r) row(r);\n  }\n";
   return out + "}\n";
 }
