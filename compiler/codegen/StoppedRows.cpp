@@ -13,6 +13,7 @@
 // The CPU and CUDA printers run the folded sweeps at stopped rows.
 #include "codegen/StoppedRows.h"
 
+#include <cmath>
 #include <map>
 #include <optional>
 #include <set>
@@ -59,7 +60,8 @@ public:
       for (Operand &o : in.args) o = argument(o, value);
       value[j] = simplify(in, out);
       if (in.store < 0) continue;
-      if (value[j].kind == Operand::Kind::Const) storedConstant(in.store, value[j].value);
+      // Only a finite constant is one: NaN != NaN would keep the fixpoint from settling.
+      if (value[j].kind == Operand::Kind::Const && std::isfinite(value[j].value)) storedConstant(in.store, value[j].value);
       else storedConstant(in.store, std::nullopt);
       // A constant, or a value another store took, is stored by a copy (the
       // readers of the value keep reading the constant or the first local).
