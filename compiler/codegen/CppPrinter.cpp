@@ -98,27 +98,16 @@ std::string CppPrinter::packedLibraryKernel(const KernelIR &k) {
   out += fmt::format("  {}\n", gemm.comment);
   out += fmt::format("  // Only the rows of sequences still running, up to {} at a time (docs/lengths.md).\n",
                      MemoryPlan::kPackedRows);
-  const std::string W = k.dropped ? fmt::format("ws.dropped + {}", k.paramOffset) : fmt::format("P + {}", k.paramOffset);
-  const std::string G =
-      k.dropped ? fmt::format("ws.dropped_grad + {}", k.paramOffset) : fmt::format("G + {}", k.paramOffset);
-  switch (k.kind) {
-  case KernelIR::Kind::Gemm:
-  case KernelIR::Kind::GemmT: { // y[n] = W x[n] or W^T x[n]
-    const bool t = k.kind == KernelIR::Kind::GemmT;
+  if (product)
     out += fmt::format("  packed_product(ws.lengths, B, r0, r1, {}, {}, {}, {}, {}, ws.packed, [&](int64_t n, const real *x, "
-                       "real *y) {{ gemm(false, {}, n, {}, {}, x, {}, y, real(0)); }});\n",
+                       "real *y) {{ gemm({}); }});\n",
                        MemoryPlan::kPackedRows, rowZero(a, k.aDelay), a.width, rowZero(other, 0), other.width,
-                       t ? "false" : "true", t ? k.cols : k.rows, t ? k.rows : k.cols, W);
-    break;
-  }
-  case KernelIR::Kind::GradMatrix:
+                       gemmArgs(k, "n", "x", "y"));
+  else
     out += fmt::format("  packed_gradient(ws.lengths, B, r0, r1, {}, {}, {}, {}, {}, ws.packed, [&](int64_t n, const real *d, "
-                       "const real *x) {{ gemm(true, false, {}, {}, n, d, x, {}, real(1)); }});\n",
+                       "const real *x) {{ gemm({}); }});\n",
                        MemoryPlan::kPackedRows, rowZero(a, k.aDelay), a.width, rowZero(other, k.bDelay), other.width,
-                       k.rows, k.cols, G);
-    break;
-  default: RNNC_UNREACHABLE("not a packed kernel");
-  }
+                       gemmArgs(k, "n", "d", "x"));
   return out + "}\n";
 }
 

@@ -326,30 +326,39 @@ std::string workspaceLayout(const Program &p, const std::string &extraTake) {
   return w.close().take();
 }
 
+std::string gemmArgs(const KernelIR &k, const std::string &m, const std::string &in, const std::string &other) {
+  // A dropped param and its gradient are the workspace's, not the caller's.
+  const std::string W = fmt::format("{}{}", k.dropped ? "ws.dropped + " : "P + ", k.paramOffset);
+  const std::string G = fmt::format("{}{}", k.dropped ? "ws.dropped_grad + " : "G + ", k.paramOffset);
+  switch (k.kind) {
+  case KernelIR::Kind::Gemm:
+    return fmt::format("false, true, {}, {}, {}, {}, {}, {}, real(0)", m, k.rows, k.cols, in, W, other);
+  case KernelIR::Kind::GemmT:
+    return fmt::format("false, false, {}, {}, {}, {}, {}, {}, real(0)", m, k.cols, k.rows, in, W, other);
+  case KernelIR::Kind::GradMatrix:
+    return fmt::format("true, false, {}, {}, {}, {}, {}, {}, real(1)", k.rows, k.cols, m, in, other, G);
+  default: RNNC_UNREACHABLE("not a GEMM kernel");
+  }
+}
+
 GemmCall gemmCall(const Program &p, const KernelIR &k, const std::string &from, const std::string &to) {
   auto at = [&](int buffer, int32_t delay) {
     const Buffer &b = p.buffers[buffer];
     return fmt::format("ws.{} + {}", b.name, CPrinter::rowOffset(b, delay, from));
   };
-  const std::string m = fmt::format("{} - {}", to, from);
-  // A dropped param and its gradient are the workspace's, not the caller's.
-  const std::string W = fmt::format("{}{}", k.dropped ? "ws.dropped + " : "P + ", k.paramOffset);
-  const std::string G = fmt::format("{}{}", k.dropped ? "ws.dropped_grad + " : "G + ", k.paramOffset);
   const std::string of = k.dropped ? fmt::format("ws.dropped[{}..]", k.paramOffset) : fmt::format("P[{}..]", k.paramOffset);
+  const std::string m = fmt::format("{} - {}", to, from);
   switch (k.kind) {
   case KernelIR::Kind::Gemm:
     return {fmt::format("// out[r] = W x[r], W = {} [{} x {}]", of, k.rows, k.cols),
-            fmt::format("false, true, {}, {}, {}, {}, {}, {}, real(0)", m, k.rows, k.cols, at(k.a, k.aDelay), W,
-                        at(k.out, 0))};
+            gemmArgs(k, m, at(k.a, k.aDelay), at(k.out, 0))};
   case KernelIR::Kind::GemmT:
     return {fmt::format("// out[r] = W^T d[r], W = {} [{} x {}]", of, k.rows, k.cols),
-            fmt::format("false, false, {}, {}, {}, {}, {}, {}, real(0)", m, k.cols, k.rows, at(k.a, k.aDelay), W,
-                        at(k.out, 0))};
+            gemmArgs(k, m, at(k.a, k.aDelay), at(k.out, 0))};
   case KernelIR::Kind::GradMatrix:
     return {fmt::format("// {}{}..] [{} x {}] += sum over rows of d[r] x[r]^T", k.dropped ? "ws.dropped_grad[" : "G[",
                         k.paramOffset, k.rows, k.cols),
-            fmt::format("true, false, {}, {}, {}, {}, {}, {}, real(1)", k.rows, k.cols, m, at(k.a, k.aDelay),
-                        at(k.b, k.bDelay), G)};
+            gemmArgs(k, m, at(k.a, k.aDelay), at(k.b, k.bDelay))};
   default: RNNC_UNREACHABLE("not a GEMM kernel");
   }
 }

@@ -93,6 +93,11 @@ struct GemmCall {
 };
 GemmCall gemmCall(const Program &p, const KernelIR &k, const std::string &from = "r0", const std::string &to = "r1");
 
+/// The same call's arguments on `m` rows whose operands are the expressions
+/// `in` (x, or d for a weight gradient) and `other` (the product's out, or
+/// the gradient's x): W, G, the transposes and sizes are k's.
+std::string gemmArgs(const KernelIR &k, const std::string &m, const std::string &in, const std::string &other);
+
 /// A stage's launches: every step at once, or a loop over t in the stage's
 /// direction; `launch` spells one given its kernel and rows.
 void stageLaunches(Writer &w, const Program &p, const StageIR &s,
