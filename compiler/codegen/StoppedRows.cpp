@@ -47,10 +47,24 @@ public:
 
   Sweep fold(const Sweep &s) {
     Sweep out = s;
-    if (s.kind != Sweep::Kind::Map) { // a reduction or softmax: its operands only
-      for (Operand &o : out.body.front().args)
+    if (s.kind != Sweep::Kind::Map) { // a reduction or softmax: its operands, or its value when they are constant
+      Instr &in = out.body.front();
+      for (Operand &o : in.args)
         if (o.kind != Operand::Kind::Local) o = argument(o, {});
-      storedConstant(out.body.front().store, std::nullopt);
+      const bool constant = in.args.size() == 1 && in.args[0].kind == Operand::Kind::Const;
+      if (!constant || (in.op != Op::Sum && in.op != Op::Mean)) {
+        storedConstant(in.store, std::nullopt);
+        return out;
+      }
+      // A sum or mean of a constant is one: a map of width 1 stores it.
+      const double value = in.args[0].value * (in.op == Op::Sum ? static_cast<double>(in.inWidth) : 1.0);
+      out.kind = Sweep::Kind::Map;
+      out.width = 1;
+      in.op = Op::Add;
+      in.args = {rnnc::codegen::constant(value)};
+      in.width = 1;
+      if (std::isfinite(value)) storedConstant(in.store, value);
+      else storedConstant(in.store, std::nullopt);
       return out;
     }
     out.body.clear();
