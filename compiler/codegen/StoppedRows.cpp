@@ -4,8 +4,9 @@
 // padding is finite, docs/lengths.md), then cut to the stores that something
 // reads at a stopped row. Two fixpoints over the whole program:
 //   1. constants: a buffer every stopped store of which folds to the same
-//      constant (1 - active is 1, a gradient past the end is 0) is that
-//      constant where a stopped row reads it in the same step;
+//      constant (1 - active is 1, a gradient past the end is 0, a sum or mean
+//      of a constant is one) is that constant where a stopped row reads it
+//      in the same step;
 //   2. needs: a buffer is needed at stopped rows when a port, a library call
 //      (which may read a stopped row inside its running rows), a kernel that
 //      is not folded, a full row reading a later step, or a folded store that
