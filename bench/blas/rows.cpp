@@ -1,9 +1,12 @@
 // One step's recurrent product of the LSTM (W_hh h[t-1]: W [4H x H], H = 256)
-// at the rows a step of a --lengths batch has left, timed with OpenBLAS and
-// with a plain dot-form loop that reads W where it is (no packing): what a
-// step with few sequences still running costs. docs/benchmarks/cpu.md quotes it.
-//   c++ -O3 -march=native -std=c++20 bench/blas/rows.cpp -lopenblas -o rows
-//   OPENBLAS_NUM_THREADS=1 ./rows; OPENBLAS_NUM_THREADS=2 ./rows
+// at the rows a step of a --lengths batch has left, timed with OpenBLAS, with
+// a plain dot-form loop that reads W where it is (no packing), and with the
+// generated code's own kernels on W packed once (rnnc/panels.h): what a step
+// with few sequences still running costs. docs/benchmarks/cpu.md quotes it.
+//   c++ -O3 -march=native -fopenmp -std=c++20 -Iruntime/include bench/blas/rows.cpp -lopenblas -o rows
+//   OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 ./rows; OPENBLAS_NUM_THREADS=2 OMP_NUM_THREADS=2 ./rows
+#include "rnnc/panels.h"
+
 #include <cblas.h>
 
 #include <algorithm>
@@ -74,14 +77,18 @@ int main() {
       own(static_cast<size_t>(B) * N);
   for (size_t i = 0; i < W.size(); ++i) W[i] = std::sin(0.37f * static_cast<float>(i));
   for (size_t i = 0; i < x.size(); ++i) x[i] = std::cos(0.11f * static_cast<float>(i));
-  std::printf("rows  openblas_us  per_row_us  unpacked_us  per_row_us  max_difference\n");
+  std::vector<float> panels(rnnc::cpu::panel_elements<float>(N, K)), mine(static_cast<size_t>(B) * N);
+  rnnc::cpu::pack_panels(true, N, K, W.data(), panels.data()); // once, as a call of the generated code does
+  std::printf("rows  openblas_us  per_row_us  unpacked_us  per_row_us  panels_us  per_row_us  max_difference\n");
   for (int M = 1; M <= B; ++M) {
     const double b = microseconds([&] {
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.f, x.data(), K, W.data(), K, 0.f, blas.data(), N);
     });
     const double u = microseconds([&] { unpacked(M, x.data(), W.data(), own.data(), N, K); });
+    const double p = microseconds([&] { rnnc::cpu::panel_product(M, N, K, x.data(), panels.data(), mine.data(), N); });
     double worst = 0;
-    for (int i = 0; i < M * N; ++i) worst = std::max(worst, static_cast<double>(std::fabs(blas[i] - own[i])));
-    std::printf("%4d  %11.1f  %10.2f  %11.1f  %10.2f  %.1e\n", M, b, b / M, u, u / M, worst);
+    for (int i = 0; i < M * N; ++i)
+      worst = std::max({worst, static_cast<double>(std::fabs(blas[i] - own[i])), static_cast<double>(std::fabs(blas[i] - mine[i]))});
+    std::printf("%4d  %11.1f  %10.2f  %11.1f  %10.2f  %9.1f  %10.2f  %.1e\n", M, b, b / M, u, u / M, p, p / M, worst);
   }
 }

@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include <set>
+
 namespace rnnc::codegen {
 
 namespace {
@@ -46,6 +48,7 @@ public:
     if (p_.droppedGrads) w.line("std::fill_n(ws.dropped_grad, {}, real(0));", p_.droppedElements);
   }
   void stages(Writer &w, bool backward) override;
+  void packPanels(Writer &w, bool backward) const;
   std::string launch(const KernelIR &k, const std::string &rows) const override {
     return fmt::format("{}(ws, P, G, B, {});", k.name, rows);
   }
@@ -86,24 +89,47 @@ void CpuHost::definitions(Writer &w) {
   w.line("// Element-ops in a launch worth a thread team. Below it a launch runs its rows on the calling");
   w.line("// thread without entering OpenMP: a parallel region costs about 0.3 us even on one thread.");
   w.line("constexpr int64_t kParallelWork = 1 << 20;").blank();
-  std::vector<std::string> members;
-  std::string take;
+  std::vector<std::string> members, takes;
+  if (p_.panelElements) {
+    members.push_back(fmt::format("real *panels; // [{}]: the loops' weights, packed by each call (rnnc/panels.h)",
+                                  p_.panelElements));
+    takes.push_back(fmt::format("ws->panels = c.take_fixed<real>({});", p_.panelElements));
+  }
   if (p_.packWidth) {
     members.push_back(fmt::format("real *packed; // [min(T·B, {})][{}]: running rows packed for a product (--lengths)",
                                   MemoryPlan::kPackedRows, p_.packWidth));
-    take = fmt::format("ws->packed = c.take_fixed<real>(std::min<int64_t>(T * B, {}) * {});", MemoryPlan::kPackedRows,
-                       p_.packWidth);
+    takes.push_back(fmt::format("ws->packed = c.take_fixed<real>(std::min<int64_t>(T * B, {}) * {});",
+                                MemoryPlan::kPackedRows, p_.packWidth));
   }
-  w.raw(workspaceStruct(p_, members)).blank().raw(workspaceLayout(p_, take)).blank();
+  w.raw(workspaceStruct(p_, members)).blank().raw(workspaceLayout(p_, takes)).blank();
   for (const KernelIR &k : p_.kernels) w.raw(kernels_.kernel(k)).blank();
   for (size_t at = 0; at < p_.stages.size(); ++at)
     if (p_.stages[at].loop && p_.stages[at].scan.plan != LoopPlan::Sequential)
       w.raw(kernels_.stageFunction(p_.stages[at], static_cast<int>(at))).blank();
 }
 
+/// Each weight the loops of forward (backward) multiply by, packed into its
+/// panels once, before the first stage: W for a Gemm kernel (its transpose is
+/// the right operand), W itself for a GemmT.
+void CpuHost::packPanels(Writer &w, bool backward) const {
+  std::set<int64_t> packed;
+  for (const StageIR &s : p_.stages) {
+    if (s.backward != backward) continue;
+    for (int at : s.kernels) {
+      const KernelIR &k = p_.kernels[at];
+      if (k.panelOffset < 0 || !packed.insert(k.panelOffset).second) continue;
+      if (packed.size() == 1) w.line("// The loops' weights, packed once for every step (rnnc/panels.h).");
+      const bool transposed = k.kind == KernelIR::Kind::Gemm;
+      w.line("pack_panels({}, {}, {}, {}{}, ws.panels + {});", transposed, transposed ? k.rows : k.cols,
+             transposed ? k.cols : k.rows, k.dropped ? "ws.dropped + " : "P + ", k.paramOffset, k.panelOffset);
+    }
+  }
+}
+
 /// The stages inline, each under a comment saying how it runs: a loop run in
 /// parallel over time is a call of its scan function.
 void CpuHost::stages(Writer &w, bool backward) {
+  packPanels(w, backward);
   int index = 0;
   for (size_t at = 0; at < p_.stages.size(); ++at) {
     const StageIR &s = p_.stages[at];

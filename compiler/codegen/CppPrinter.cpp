@@ -126,11 +126,19 @@ std::string CppPrinter::libraryKernel(const KernelIR &k) {
   };
   // A dropped param's product reads neither array: its W and gradient are the workspace's.
   const bool product = k.kind == KernelIR::Kind::Gemm || k.kind == KernelIR::Kind::GemmT;
-  std::string out = signature(k, product && !k.dropped, !product && !k.dropped);
+  std::string out = signature(k, product && !k.dropped && k.panelOffset < 0, !product && !k.dropped);
   std::string body;
   switch (k.kind) {
   case KernelIR::Kind::Gemm:
   case KernelIR::Kind::GemmT:
+    if (k.panelOffset >= 0) { // a loop's product: W packed by the call (rnnc/panels.h)
+      const int64_t n = k.kind == KernelIR::Kind::Gemm ? k.rows : k.cols, depth = k.kind == KernelIR::Kind::Gemm ? k.cols : k.rows;
+      out += fmt::format("  {}, packed in ws.panels[{}..]\n", gemmCall(p_, k).comment, k.panelOffset);
+      body = fmt::format("{}panel_product({} - {}, {}, {}, {}, ws.panels + {}, {}, {});\n", in, to, from, n, depth,
+                         at(k.a, k.aDelay), k.panelOffset, at(k.out, 0), n);
+      break;
+    }
+    [[fallthrough]];
   case KernelIR::Kind::GradMatrix: {
     GemmCall gemm = gemmCall(p_, k, from, to);
     out += fmt::format("  {}\n", gemm.comment);

@@ -420,7 +420,7 @@ void CudaHost::definitions(Writer &w) {
   w.line("using namespace rnnc::cuda;").blank();
   std::string extraTake = p_.onesWidth ? fmt::format("ws->ones = c.take<real>(1, 0, {});", p_.onesWidth) : "ws->ones = nullptr;";
   if (p_.hasLengths) extraTake += " ws->host_lengths = nullptr;";
-  w.raw(workspaceLayout(p_, extraTake))
+  w.raw(workspaceLayout(p_, {extraTake}))
       .blank();
   tables(w);
   readiness(w);

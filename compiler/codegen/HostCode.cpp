@@ -305,7 +305,7 @@ std::string workspaceStruct(const Program &p, const std::vector<std::string> &ex
   return w.close("}};").take();
 }
 
-std::string workspaceLayout(const Program &p, const std::string &extraTake) {
+std::string workspaceLayout(const Program &p, const std::vector<std::string> &extraTakes) {
   Writer w;
   w.line("/// Carves the workspace from `base` (null: only measures). Returns its bytes, 0 when too large.");
   w.open("int64_t layout(int64_t T, int64_t B, void *base, Workspace *ws) {{");
@@ -317,7 +317,7 @@ std::string workspaceLayout(const Program &p, const std::string &extraTake) {
     if (b.shares >= 0)
       w.line("ws->{} = ws->{}; // its life starts after {}'s ends", b.name, p.buffers[b.shares].name,
              p.buffers[b.shares].name);
-  if (!extraTake.empty()) w.line("{}", extraTake);
+  for (const std::string &take : extraTakes) w.line("{}", take);
   if (p.hasMasks) w.line("ws->rng = c.take_fixed<unsigned>(4);");
   if (!p.dropped.empty()) w.line("ws->dropped = c.take_fixed<real>({});", p.droppedElements);
   if (p.droppedGrads) w.line("ws->dropped_grad = c.take_fixed<real>({});", p.droppedElements);

@@ -81,9 +81,9 @@ std::string rowsOf(const Buffer &b);
 /// (lines, without indentation) and the loss seed.
 std::string workspaceStruct(const Program &p, const std::vector<std::string> &extraMembers = {});
 
-/// `int64_t layout(T, B, base, ws)` carving every buffer, then `extraTake`
-/// (a line, without indentation).
-std::string workspaceLayout(const Program &p, const std::string &extraTake = "");
+/// `int64_t layout(T, B, base, ws)` carving every buffer, then `extraTakes`
+/// (lines, without indentation).
+std::string workspaceLayout(const Program &p, const std::vector<std::string> &extraTakes = {});
 
 /// A GEMM kernel (Gemm, GemmT, GradMatrix) as both targets call it: the
 /// comment saying the product and the arguments of

@@ -412,6 +412,7 @@ bool ProgramBuilder::build(std::string &error) {
   layoutParams();
   p_.buffers = m_.buffers;
   p_.onesWidth = m_.onesWidth;
+  p_.panelElements = m_.panelElements;
 
   int launch = 0;
   for (const Stage &stage : c_.schedule.stages) {
@@ -429,6 +430,7 @@ bool ProgramBuilder::build(std::string &error) {
       OpKind kind = opKind(g_.node(first).op);
       if (launchK.nodes.size() == 1 && (kind == OpKind::Gemm || kind == OpKind::Accumulate)) {
         if (!emitLibraryCall(k, first, error)) return false;
+        k.panelOffset = m_.panelOffsetOf[first];
         k.name = fmt::format("{}_{}", k.kind == KernelIR::Kind::Gemm || k.kind == KernelIR::Kind::GemmT ? "gemm" : "grad",
                              launch);
       } else {

@@ -91,6 +91,7 @@ struct KernelIR {
   int64_t rows = 0, cols = 0; // W's (or G's) shape
   int64_t paramOffset = 0;    // W or G in the flat param (gradient) array
   bool dropped = false;       // W (G) is a dropped param's, at paramOffset in ws.dropped (ws.dropped_grad)
+  int64_t panelOffset = -1;   // CPU, a loop's product: op(W) packed once per call at ws.panels + this
   std::vector<NodeId> nodes;
   std::vector<SourceRange> equations; // the source lines it computes, in order, no duplicates
 };
@@ -185,6 +186,7 @@ struct Program {
   bool hasMasks = false;   // dropout or zoneout: the workspace keeps the masks' key (Workspace::rng)
   bool hasLengths = false; // --lengths: the workspace keeps them and the loss's weight (Workspace::lengths)
   int64_t packWidth = 0;   // --lengths, CPU: MemoryPlan::packWidth (Workspace::packed)
+  int64_t panelElements = 0; // CPU: MemoryPlan::panelElements (Workspace::panels)
 };
 
 /// Builds the kernel IR of a scheduled compilation whose memory is planned

@@ -115,6 +115,12 @@ struct MemoryPlan {
   /// of [min(T·B, kPackedRows)][packWidth] (their operands' widths, the widest).
   int64_t packWidth = 0;
   static constexpr int64_t kPackedRows = 1024;
+  /// The CPU's per-step products (a loop's W_hh · h, W_hhᵀ · δ): each call
+  /// packs op(W) once into panels (runtime/include/rnnc/panels.h) of
+  /// kPanelColumns-column slices; forward's and backward's share the memory.
+  std::vector<int64_t> panelOffsetOf; // per node: its panels' offset in reals, -1
+  int64_t panelElements = 0;          // reals, the larger of forward's and backward's
+  static constexpr int64_t kPanelColumns = 16;
   // Per sequence, float32. Bytes of the buffers with memory of their own:
   int64_t bytesPerStep = 0;         // per step of T
   int64_t fixedBytes = 0;           // rows that do not grow with T

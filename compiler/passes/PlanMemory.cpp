@@ -32,7 +32,9 @@
 //    and buffers that keep fewer than T steps never share.
 // 8. CUDA's ones (what cuBLAS multiplies to sum a vector param's gradient
 //    over every row: one wide, or the summed value's width for a width-1
-//    param), the masks' key (4 words, when the graph has keep ops), and the
+//    param), the masks' key (4 words, when the graph has keep ops), the
+//    CPU's panels (each loop product's weight packed once per call, one
+//    per weight and orientation; forward and backward share them), and the
 //    figures.
 #include "passes/PlanMemory.h"
 
@@ -120,6 +122,7 @@ private:
   void write(int buffer, int stage, int at);
   void keepSteps();
   void share();
+  void panels();
   void figures();
 
   const Compilation &c_;
@@ -460,6 +463,31 @@ void MemoryPlanner::share() {
   }
 }
 
+/// A loop's products with a weight (MatMul, MatMulT of a param) get panels:
+/// one per weight and orientation, forward's from 0 and backward's from 0 too,
+/// since a call packs its own before its first stage.
+void MemoryPlanner::panels() {
+  m_.panelOffsetOf.assign(g_.nodes.size(), -1);
+  for (bool backward : {false, true}) {
+    std::map<std::pair<Op, std::string>, int64_t> offsets; // (orientation, first param) -> offset
+    int64_t end = 0;
+    for (const Stage &stage : c_.schedule.stages) {
+      if (!stage.loop || stage.backward != backward) continue;
+      for (const Kernel &k : stage.kernels) {
+        const Node &n = g_.node(k.nodes.front());
+        if (!isLibraryCall(g_, k) || (n.op != Op::MatMul && n.op != Op::MatMulT)) continue;
+        auto [at, fresh] = offsets.try_emplace({n.op, n.params[0]}, end);
+        if (fresh) {
+          const int64_t columns = (n.width + MemoryPlan::kPanelColumns - 1) / MemoryPlan::kPanelColumns;
+          end += columns * MemoryPlan::kPanelColumns * g_.node(n.inputs[0].src).width;
+        }
+        m_.panelOffsetOf[k.nodes.front()] = at->second;
+      }
+    }
+    m_.panelElements = std::max(m_.panelElements, end);
+  }
+}
+
 void MemoryPlanner::figures() {
   for (const Node &n : g_.nodes)
     if (!n.dead && n.op == Op::Keep) m_.maskKeyBytes = 16;
@@ -470,6 +498,7 @@ void MemoryPlanner::figures() {
   }
   for (const auto &[name, id] : g_.grads.params)
     if (g_.droppedParam(name)) m_.droppedGradElements = m_.droppedElements;
+  panels();
   for (const Stage &stage : c_.schedule.stages)
     for (const Kernel &k : stage.kernels) {
       const Node &n = g_.node(k.nodes.front());

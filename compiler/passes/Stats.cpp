@@ -60,6 +60,7 @@ Stats computeStats(const Compilation &c) {
   s.droppedParamBytes = 4 * c.memory.droppedElements;
   s.droppedGradBytes = 4 * c.memory.droppedGradElements;
   s.packedBytesPerRow = 4 * c.memory.packWidth;
+  s.panelBytes = 4 * c.memory.panelElements;
   s.buffers = c.memory.buffers;
   return s;
 }
@@ -72,6 +73,7 @@ int64_t workspaceBytes(const MemoryPlan &m, int64_t T, int64_t B, bool cuda) {
   if (cuda && m.onesWidth) total += aligned(B * T * 4 * m.onesWidth);
   if (m.maskKeyBytes) total += aligned(m.maskKeyBytes);
   if (m.lengths) total += aligned(4 * B) + aligned(8);
+  if (!cuda && m.panelElements) total += aligned(4 * m.panelElements);
   if (!cuda && m.packWidth) total += aligned(4 * std::min(T * B, MemoryPlan::kPackedRows) * m.packWidth);
   if (m.droppedElements) total += aligned(4 * m.droppedElements);
   if (m.droppedGradElements) total += aligned(4 * m.droppedGradElements);
@@ -118,6 +120,7 @@ nlohmann::json statsJson(const Stats &s) {
           {"dropped_param_bytes", s.droppedParamBytes},
           {"packed_bytes_per_row", s.packedBytesPerRow},
           {"packed_rows", MemoryPlan::kPackedRows},
+          {"panel_bytes", s.panelBytes},
           {"dropped_grad_bytes", s.droppedGradBytes},
           {"workspace", {{"align_bytes", 64}, {"buffers", buffers}}},
           {"kernels", s.kernels}};
@@ -140,6 +143,7 @@ std::string statsText(const Stats &s) {
   out += fmt::format("workspace: {} bytes per step and sequence plus {} per sequence, {} buffers ({} sharing memory)",
                      s.bufferBytesPerStep, s.bufferFixedBytes, s.buffers.size(), sharing);
   if (s.cudaBytesPerStep) out += fmt::format("; CUDA adds {} per step", s.cudaBytesPerStep);
+  if (s.panelBytes) out += fmt::format("; the CPU packs the loops' weights in {} bytes", s.panelBytes);
   if (s.packedBytesPerRow)
     out += fmt::format("; the CPU packs running rows in {} bytes per row, up to {} rows", s.packedBytesPerRow,
                        MemoryPlan::kPackedRows);

@@ -213,6 +213,7 @@ TEST_CASE("plan-memory: the kernel IR allocates the plan, and workspaceBytes is 
       CHECK(p.buffers[b].shares == r->m().buffers[b].shares);
     }
     CHECK(p.onesWidth == r->m().onesWidth);
+    CHECK(p.panelElements == r->m().panelElements);
     // What the generated layout() does (codegen/HostCode.cpp) with the runtime's Carver.
     for (auto [T, B] : {std::pair<int64_t, int64_t>{1, 1}, {7, 3}, {100, 32}}) {
       for (bool cuda : {false, true}) {
@@ -222,8 +223,37 @@ TEST_CASE("plan-memory: the kernel IR allocates the plan, and workspaceBytes is 
             b.index ? (void)carver.take<int32_t>(b.rowsPerStep(), b.fixedRows(), b.width)
                     : (void)carver.take<float>(b.rowsPerStep(), b.fixedRows(), b.width);
         if (cuda && p.onesWidth) carver.take<float>(1, 0, p.onesWidth);
+        if (!cuda && p.panelElements) carver.take_fixed<float>(p.panelElements);
         CHECK(workspaceBytes(r->m(), T, B, cuda) == carver.bytes());
       }
     }
   }
+}
+
+TEST_CASE("plan-memory: a loop's products get the panels of their weight, forward's and backward's shared",
+          "[passes][memory]") {
+  auto r = planned(test::kLstmSource, Backward::All); // W_hh [512 x 128]
+  codegen::Program p;
+  std::string error;
+  REQUIRE(codegen::buildProgram(r->c, p, error));
+  CHECK(r->m().panelElements == 512 * 128); // 512 columns are whole panels of 16
+  int forward = 0, backward = 0;
+  for (const codegen::StageIR &s : p.stages)
+    for (int k : s.kernels) {
+      const codegen::KernelIR &kernel = p.kernels[k];
+      const bool product = kernel.kind == codegen::KernelIR::Kind::Gemm || kernel.kind == codegen::KernelIR::Kind::GemmT;
+      if (!product || !s.loop) {
+        CHECK(kernel.panelOffset == -1); // the hoisted W_ih product and the weight gradients are OpenBLAS's
+        continue;
+      }
+      CHECK(kernel.panelOffset == 0);
+      ++(s.backward ? backward : forward);
+    }
+  CHECK(forward == 1);
+  CHECK(backward == 1);
+  // A width that is not whole panels rounds up: W_hh [3 x 5] takes one panel of 16 columns.
+  auto small = planned("dim H = 5\ncell Tiny(x: [H]) -> h {\n  param W: [3, H]\n  param U: [H, 3]\n"
+                       "  h = tanh(x + U @ (W @ h[t-1]))\n}\n",
+                       Backward::None);
+  CHECK(small->m().panelElements == 16 * 5 + 16 * 3);
 }

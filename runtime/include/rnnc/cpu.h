@@ -4,6 +4,7 @@
 // with $(rnnc --print-cflags) and links only OpenBLAS.
 #pragma once
 
+#include "rnnc/panels.h"
 #include "rnnc/workspace.h"
 
 #include <cblas.h>

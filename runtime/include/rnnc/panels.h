@@ -1,0 +1,198 @@
+// The per-step products of a loop (h(t-1) · W_hh^T forward, δ · W_hh backward)
+// with the weight packed once per call into panels, and register-blocked
+// micro-kernels that stream those panels (docs/codegen.md, "Per-step products").
+// Every element is one fused multiply-add chain over k in order, whatever the
+// ISA (AVX-512, AVX2 + FMA, scalar std::fma: picked once, at load time), the
+// thread count or the rows around it: the bits never depend on the machine's width.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define RNNC_PANELS_X86 1
+#endif
+
+namespace rnnc::cpu {
+
+/// Columns of a panel: one 64-byte line of E (16 floats, 8 doubles).
+template <class E> constexpr int64_t kPanel = 64 / int64_t(sizeof(E));
+
+/// The elements pack_panels writes for an N-column product over K: N rounded
+/// up to whole panels, times K (at most the 16-column rounding rnnc reserves).
+template <class E> constexpr int64_t panel_elements(int64_t N, int64_t K) {
+  return (N + kPanel<E> - 1) / kPanel<E> * kPanel<E> * K;
+}
+
+/// The K × N right operand of C = A · op(W), op(W) = W^T of a [N][K] W when
+/// `transposed` (a Gemm kernel) or W itself, [K][N] (GemmT), as panels
+/// [N / kPanel][K][kPanel]: a panel's rows are the kPanel columns of one k,
+/// contiguous; columns past N are zeros.
+template <class E> inline void pack_panels(bool transposed, int64_t N, int64_t K, const E *W, E *panels) {
+  constexpr int64_t P = kPanel<E>;
+  for (int64_t p = 0; p < (N + P - 1) / P; ++p)
+    for (int64_t k = 0; k < K; ++k) {
+      E *to = panels + (p * K + k) * P;
+      for (int64_t j = 0; j < P; ++j) {
+        const int64_t n = p * P + j;
+        to[j] = n >= N ? E(0) : transposed ? W[n * K + k] : W[k * N + n];
+      }
+    }
+}
+
+namespace panels_detail {
+
+/// The micro-kernels' instruction sets, widest first.
+enum class Isa { Scalar, Avx2, Avx512 };
+
+/// The widest this CPU has.
+inline Isa widest_isa() {
+  Isa best = Isa::Scalar;
+#ifdef RNNC_PANELS_X86
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) best = Isa::Avx2;
+  if (__builtin_cpu_supports("avx512f")) best = Isa::Avx512;
+#endif
+  return best;
+}
+
+/// What panel_product runs, decided once: the widest, or a narrower one when
+/// RNNC_CPU_ISA=scalar|avx2 asks (a check that they agree, bit for bit).
+inline Isa isa() {
+  static const Isa chosen = [] {
+    const char *ask = std::getenv("RNNC_CPU_ISA");
+    Isa want = Isa::Avx512;
+    if (ask && std::strcmp(ask, "scalar") == 0) want = Isa::Scalar;
+    if (ask && std::strcmp(ask, "avx2") == 0) want = Isa::Avx2;
+    return std::min(want, widest_isa());
+  }();
+  return chosen;
+}
+
+/// Columns [c0, c1) of rows [0, M) of C, one fma chain per element: the
+/// reference every vector kernel equals.
+template <class E>
+inline void scalar_columns(int64_t M, int64_t K, const E *A, const E *panels, E *C, int64_t ldc, int64_t c0, int64_t c1) {
+  constexpr int64_t P = kPanel<E>;
+  for (int64_t r = 0; r < M; ++r)
+    for (int64_t n = c0; n < c1; ++n) {
+      const E *w = panels + (n / P) * K * P + n % P;
+      E sum = E(0);
+      for (int64_t k = 0; k < K; ++k) sum = std::fma(A[r * K + k], w[k * P], sum);
+      C[r * ldc + n] = sum;
+    }
+}
+
+} // namespace panels_detail
+} // namespace rnnc::cpu
+
+#ifdef RNNC_PANELS_X86
+// The vector kernels, once per instruction set: each section defines its
+// Vec<E> and includes the same kernel text under its target.
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx512f")
+#endif
+namespace rnnc::cpu::panels_detail::avx512 {
+template <class E> struct Vec;
+template <> struct Vec<float> {
+  using V = __m512;
+  static constexpr int kLanes = 16, kRows = 8, kVectors = 2; // a tile: 8 rows × 32 columns
+  static V load(const float *p) { return _mm512_loadu_ps(p); }
+  static V broadcast(const float *p) { return _mm512_set1_ps(*p); }
+  static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  static V zero() { return _mm512_setzero_ps(); }
+  static void store(float *p, V v) { _mm512_storeu_ps(p, v); }
+};
+template <> struct Vec<double> {
+  using V = __m512d;
+  static constexpr int kLanes = 8, kRows = 8, kVectors = 2;
+  static V load(const double *p) { return _mm512_loadu_pd(p); }
+  static V broadcast(const double *p) { return _mm512_set1_pd(*p); }
+  static V fma(V a, V b, V c) { return _mm512_fmadd_pd(a, b, c); }
+  static V zero() { return _mm512_setzero_pd(); }
+  static void store(double *p, V v) { _mm512_storeu_pd(p, v); }
+};
+#include "rnnc/panels_kernel.h"
+} // namespace rnnc::cpu::panels_detail::avx512
+#if defined(__clang__)
+#pragma clang attribute pop
+#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
+#else
+#pragma GCC pop_options
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+#endif
+namespace rnnc::cpu::panels_detail::avx2 {
+template <class E> struct Vec;
+template <> struct Vec<float> {
+  using V = __m256;
+  static constexpr int kLanes = 8, kRows = 6, kVectors = 2; // a tile: 6 rows × 16 columns
+  static V load(const float *p) { return _mm256_loadu_ps(p); }
+  static V broadcast(const float *p) { return _mm256_broadcast_ss(p); }
+  static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  static V zero() { return _mm256_setzero_ps(); }
+  static void store(float *p, V v) { _mm256_storeu_ps(p, v); }
+};
+template <> struct Vec<double> {
+  using V = __m256d;
+  static constexpr int kLanes = 4, kRows = 6, kVectors = 2;
+  static V load(const double *p) { return _mm256_loadu_pd(p); }
+  static V broadcast(const double *p) { return _mm256_broadcast_sd(p); }
+  static V fma(V a, V b, V c) { return _mm256_fmadd_pd(a, b, c); }
+  static V zero() { return _mm256_setzero_pd(); }
+  static void store(double *p, V v) { _mm256_storeu_pd(p, v); }
+};
+#include "rnnc/panels_kernel.h"
+} // namespace rnnc::cpu::panels_detail::avx2
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+#endif
+
+namespace rnnc::cpu {
+
+namespace panels_detail {
+/// panel_product on `chosen`, which this CPU must have.
+template <class E>
+inline void product(Isa chosen, int64_t M, int64_t N, int64_t K, const E *A, const E *panels, E *C, int64_t ldc) {
+  if (M <= 0 || N <= 0) return;
+  // A block is a tile's columns (the widest kernel's: the same cut for every ISA).
+  constexpr int64_t kBlock = 2 * kPanel<E>;
+  const int64_t blocks = (N + kBlock - 1) / kBlock;
+  const auto block = [&](int64_t b) {
+    const int64_t c0 = b * kBlock, c1 = std::min(N, c0 + kBlock);
+#ifdef RNNC_PANELS_X86
+    if (chosen == Isa::Avx512) return avx512::columns(M, K, A, panels, C, ldc, c0, c1);
+    if (chosen == Isa::Avx2) return avx2::columns(M, K, A, panels, C, ldc, c0, c1);
+#endif
+    scalar_columns(M, K, A, panels, C, ldc, c0, c1);
+  };
+  constexpr double kTeamMacs = 1 << 17; // below it a fork costs more than the other core saves
+  if (blocks < 2 || double(M) * double(N) * double(K) < kTeamMacs) {
+    for (int64_t b = 0; b < blocks; ++b) block(b);
+    return;
+  }
+#pragma omp parallel for schedule(static)
+  for (int64_t b = 0; b < blocks; ++b) block(b);
+}
+} // namespace panels_detail
+
+/// C[M][N] = A[M][K] · op(W), op(W) packed by pack_panels (64-byte aligned is best),
+/// C's rows ldc apart. Split by blocks of columns across an OpenMP team when
+/// there is the work for one: a thread takes the same columns at every step,
+/// so its part of the panels stays in its own cache.
+template <class E>
+inline void panel_product(int64_t M, int64_t N, int64_t K, const E *A, const E *panels, E *C, int64_t ldc) {
+  panels_detail::product(panels_detail::isa(), M, N, K, A, panels, C, ldc);
+}
+
+} // namespace rnnc::cpu

@@ -1,0 +1,100 @@
+// The per-step products' kernels (runtime/include/rnnc/panels.h): every
+// instruction set this CPU has gives the bits of one fused multiply-add chain
+// per element, for any shape (rows past a tile, columns past a panel), both
+// orientations of W, float and double, and any number of threads.
+#include "rnnc/panels.h"
+
+#include <catch2/catch.hpp>
+#include <omp.h>
+
+#include <random>
+#include <vector>
+
+using namespace rnnc::cpu;
+using panels_detail::Isa;
+
+namespace {
+
+template <class E> struct Case {
+  int64_t M, N, K;
+  bool transposed; // W is [N][K] (a Gemm kernel's), else [K][N]
+  std::vector<E> A, W, panels;
+
+  Case(int64_t m, int64_t n, int64_t k, bool t) : M(m), N(n), K(k), transposed(t), A(m * k), W(n * k) {
+    std::mt19937 gen(static_cast<unsigned>(m * 10007 + n * 101 + k * 2 + t));
+    std::normal_distribution<double> normal;
+    for (E &a : A) a = E(normal(gen));
+    for (E &w : W) w = E(normal(gen));
+    panels.assign(panel_elements<E>(N, K), E(-7)); // poisoned: pack_panels writes every element
+    pack_panels(transposed, N, K, W.data(), panels.data());
+  }
+  E w(int64_t k, int64_t n) const { return transposed ? W[n * K + k] : W[k * N + n]; }
+  /// The reference: one std::fma chain per element, k in order.
+  std::vector<E> expected(int64_t ldc) const {
+    std::vector<E> C(M * ldc, E(0));
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) {
+        E sum = 0;
+        for (int64_t k = 0; k < K; ++k) sum = std::fma(A[m * K + k], w(k, n), sum);
+        C[m * ldc + n] = sum;
+      }
+    return C;
+  }
+  std::vector<E> product(Isa isa, int64_t ldc) const {
+    std::vector<E> C(M * ldc, E(0));
+    panels_detail::product(isa, M, N, K, A.data(), panels.data(), C.data(), ldc);
+    return C;
+  }
+};
+
+std::vector<Isa> isas() {
+  std::vector<Isa> all{Isa::Scalar};
+  if (panels_detail::widest_isa() >= Isa::Avx2) all.push_back(Isa::Avx2);
+  if (panels_detail::widest_isa() >= Isa::Avx512) all.push_back(Isa::Avx512);
+  return all;
+}
+
+template <class E> void checkEveryIsa() {
+  for (int64_t M : {1, 2, 5, 6, 7, 8, 9, 13, 17})
+    for (int64_t N : {1, 7, 8, 16, 17, 31, 32, 33, 48, 70})
+      for (int64_t K : {1, 3, 16, 37})
+        for (bool transposed : {false, true}) {
+          Case<E> c(M, N, K, transposed);
+          const int64_t ldc = N + 3; // C's rows may be wider than the product
+          const std::vector<E> want = c.expected(ldc);
+          for (Isa isa : isas()) {
+            INFO("M " << M << " N " << N << " K " << K << " transposed " << transposed << " isa " << int(isa));
+            CHECK(c.product(isa, ldc) == want);
+          }
+        }
+}
+
+} // namespace
+
+TEST_CASE("pack_panels lays op(W) out as [N / panel][K][panel], zeros past N", "[panels]") {
+  Case<float> c(1, 20, 3, true);
+  REQUIRE(c.panels.size() == size_t(2 * 3 * 16));
+  CHECK(c.panels[0 * 16 + 5] == c.W[5 * 3 + 0]);      // panel 0, k 0, column 5
+  CHECK(c.panels[2 * 16 + 15] == c.W[15 * 3 + 2]);    // panel 0, k 2, column 15
+  CHECK(c.panels[(3 + 1) * 16 + 3] == c.W[19 * 3 + 1]); // panel 1, k 1, column 19
+  CHECK(c.panels[(3 + 1) * 16 + 4] == 0.0f);          // column 20: past N
+  Case<double> d(1, 9, 2, false);
+  REQUIRE(d.panels.size() == size_t(2 * 2 * 8)); // 8 doubles a panel
+  CHECK(d.panels[(2 + 1) * 8 + 0] == d.W[1 * 9 + 8]);
+}
+
+TEST_CASE("every ISA's panel product is the fma chain, bit for bit (float)", "[panels]") { checkEveryIsa<float>(); }
+TEST_CASE("every ISA's panel product is the fma chain, bit for bit (double)", "[panels]") { checkEveryIsa<double>(); }
+
+TEST_CASE("a panel product has the same bits on one thread and on several", "[panels]") {
+  Case<float> c(32, 1024, 256, true); // enough work for a team
+  std::vector<float> one(32 * 1024), many(32 * 1024);
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(1);
+  panel_product(c.M, c.N, c.K, c.A.data(), c.panels.data(), one.data(), c.N);
+  omp_set_num_threads(4);
+  panel_product(c.M, c.N, c.K, c.A.data(), c.panels.data(), many.data(), c.N);
+  omp_set_num_threads(threads);
+  CHECK(one == many);
+  CHECK(one == c.expected(c.N));
+}
