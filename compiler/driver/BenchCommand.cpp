@@ -1,6 +1,7 @@
 // `rnnc bench FILE.rnn --batch B --seq T`: forward alone and forward +
 // backward (every gradient, inputs' too, as torch computes them) of the
-// compiled engine, timed after warm-up, beside its -O0 build in one process.
+// compiled engine, timed after warm-up, beside its -O0 build in one process;
+// with --forward-only, the forward-only build in evaluation mode, as a model is served.
 #include "driver/Command.h"
 
 #include "driver/Device.h"
@@ -27,19 +28,20 @@ double median(std::vector<double> v) {
 }
 
 struct Timing {
-  double forwardMs = 0, stepMs = 0, stepMinMs = 0;
+  double forwardMs = 0, forwardMinMs = 0, stepMs = 0, stepMinMs = 0;
   int64_t workspaceBytes = 0;
 };
 
 /// Forward alone and forward + backward of m, `runs` times after `warmup`;
-/// with `lengths` (a --lengths build), sequences of those lengths.
+/// with `lengths` (a --lengths build), sequences of those lengths. A
+/// `forwardOnly` build runs forward alone, in evaluation mode.
 std::optional<Timing> timeModel(const rnnc_model &m, const Elaboration &e, int64_t T, int64_t B, int runs, int warmup,
-                                int64_t maxMemory, const std::vector<int32_t> &lengths) {
+                                int64_t maxMemory, const std::vector<int32_t> &lengths, bool forwardOnly) {
   // The workspace, params and their gradients, inputs and seeds, all checked
   // against the machine before anything is allocated.
   rt::PlanParts parts;
-  parts.params = 2;
-  parts.seeds = true;
+  parts.params = forwardOnly ? 1 : 2;
+  parts.seeds = !forwardOnly;
   const double bytes = rt::planBytes(m, T, B, parts);
   if (bytes < 0) {
     fmt::print(stderr, "rnnc: error: --batch {} --seq {}: the workspace would be too large (over 64 TiB, or T x B over 2^31 - 1 rows)\n", B, T);
@@ -70,7 +72,7 @@ std::optional<Timing> timeModel(const rnnc_model &m, const Elaboration &e, int64
       inputs.push_back(v.data());
     }
   }
-  for (int32_t k = 0; k < m.n_seeds; ++k) {
+  for (int32_t k = 0; k < (forwardOnly ? 0 : m.n_seeds); ++k) {
     auto &v = dense.emplace_back(static_cast<size_t>(T * B * m.seeds[k].shape[0]));
     for (auto &x : v) x = normal(rng);
     seeds.push_back(v.data());
@@ -79,12 +81,12 @@ std::optional<Timing> timeModel(const rnnc_model &m, const Elaboration &e, int64
   // before the clock starts; a run ends when the device is done with it.
   rt::ModelMemory mem(m);
   void *ws = mem.alloc(t.workspaceBytes);
-  std::vector<float> grads(params.size());
+  std::vector<float> grads(forwardOnly ? 1 : params.size());
   const void *dParams = mem.in(params.data(), static_cast<int64_t>(params.size()) * 4);
   void *dGrads = mem.mirror(grads.data(), static_cast<int64_t>(grads.size()) * 4);
   for (int32_t k = 0; k < m.n_inputs; ++k)
     inputs[k] = mem.in(inputs[k], T * B * (m.inputs[k].is_index ? 1 : m.inputs[k].shape[0]) * 4);
-  for (int32_t k = 0; k < m.n_seeds; ++k) seeds[k] = mem.in(seeds[k], T * B * m.seeds[k].shape[0] * 4);
+  for (int32_t k = 0; k < (forwardOnly ? 0 : m.n_seeds); ++k) seeds[k] = mem.in(seeds[k], T * B * m.seeds[k].shape[0] * 4);
   if (!ws || !dParams || !dGrads || !mem.error().empty()) {
     fmt::print(stderr, "rnnc: error: {}\n", mem.error());
     return std::nullopt;
@@ -94,16 +96,17 @@ std::optional<Timing> timeModel(const rnnc_model &m, const Elaboration &e, int64
   auto ms = [](clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); };
   for (int i = 0; i < warmup + runs; ++i) {
     auto t0 = clock::now();
-    // Training mode: a step of training draws its masks (a model without any ignores it).
-    const rnnc_run_options options{1, 0, static_cast<uint64_t>(i), lengths.empty() ? nullptr : lengths.data()};
+    // Training mode: a step of training draws its masks (a model without any ignores it); served, evaluation.
+    const rnnc_run_options options{forwardOnly ? 0 : 1, 0, static_cast<uint64_t>(i),
+                                   lengths.empty() ? nullptr : lengths.data()};
     if (m.forward(ws, T, B, dParams, inputs.data(), nullptr, nullptr, nullptr, nullptr, &options, nullptr) != 0 ||
         m.synchronize(nullptr) != 0) {
       fmt::print(stderr, "rnnc: error: {}\n", m.last_error());
       return std::nullopt;
     }
     auto t1 = clock::now();
-    if (m.backward(ws, T, B, dParams, seeds.data(), nullptr, dGrads, nullptr, nullptr, nullptr) != 0 ||
-        m.synchronize(nullptr) != 0) {
+    if (!forwardOnly && (m.backward(ws, T, B, dParams, seeds.data(), nullptr, dGrads, nullptr, nullptr, nullptr) != 0 ||
+                         m.synchronize(nullptr) != 0)) {
       fmt::print(stderr, "rnnc: error: {}\n", m.last_error());
       return std::nullopt;
     }
@@ -114,6 +117,7 @@ std::optional<Timing> timeModel(const rnnc_model &m, const Elaboration &e, int64
     }
   }
   t.forwardMs = median(fwd);
+  t.forwardMinMs = *std::min_element(fwd.begin(), fwd.end());
   t.stepMs = median(step);
   t.stepMinMs = *std::min_element(step.begin(), step.end());
   return t;
@@ -127,6 +131,7 @@ struct BenchOptions {
   int64_t maxMemory = 0;      // --max-memory in bytes; 0: the machine's physical memory
   int64_t minLength = 0;      // --min-length: a --lengths build, lengths uniform in [min, T]; 0: none
   bool unsorted = false;      // --unsorted-lengths: in the order drawn, not longest first
+  bool forwardOnly = false;   // --forward-only: the forward-only build, forward alone, evaluation mode
 };
 
 class BenchCommand : public Command {
@@ -150,6 +155,8 @@ public:
         ->check(CLI::Range(int64_t(1), int64_t(1) << 24));
     cmd.add_flag("--unsorted-lengths", c.unsorted,
                  "keep the drawn lengths in their order (by default sorted longest first, as a packed batch)");
+    cmd.add_flag("--forward-only", c.forwardOnly,
+                 "time the forward-only build (no activations kept for backward) in evaluation mode, as served");
     addMaxMemory(cmd, c.maxMemory);
   }
 
@@ -198,14 +205,24 @@ public:
     for (const auto &[label, optimize] : variants) {
       // The inputs' and initial states' gradients too, as torch's backward and
       // oneDNN's diff_src and diff_src_iter compute them.
-      o.gradients = Gradients::All;
+      o.gradients = c.forwardOnly ? Gradients::None : Gradients::All;
       o.optimize = optimize;
       const rnnc_model *m = loadEngine(*program, o, *device, cuda_);
       if (!m) return 1;
-      auto t = timeModel(*m, *program->entity, c.seq, c.batch, c.runs, c.warmup, c.maxMemory, lengths);
+      auto t = timeModel(*m, *program->entity, c.seq, c.batch, c.runs, c.warmup, c.maxMemory, lengths, c.forwardOnly);
       if (!t) return 1;
       timings[label] = *t;
       int64_t paramBytes = m->param_elements * 4;
+      if (c.forwardOnly) {
+        out[label] = {{"forward_ms", t->forwardMs},
+                      {"forward_ms_min", t->forwardMinMs},
+                      {"tokens_per_s", static_cast<double>(c.seq * c.batch) / (t->forwardMs / 1000)},
+                      {"workspace_bytes", t->workspaceBytes},
+                      {"param_bytes", paramBytes},
+                      // Serving holds the workspace and the params.
+                      {"serving_bytes", t->workspaceBytes + paramBytes}};
+        continue;
+      }
       out[label] = {{"forward_ms", t->forwardMs},
                     {"fwdbwd_ms", t->stepMs},
                     {"fwdbwd_ms_min", t->stepMinMs},
@@ -215,21 +232,29 @@ public:
                     // Training holds the workspace, params, gradients and Adam's two moments.
                     {"training_bytes", t->workspaceBytes + 4 * paramBytes}};
     }
-    if (timings.count("O0")) out["speedup_vs_O0"] = timings["O0"].stepMs / timings["optimized"].stepMs;
+    if (c.forwardOnly) out["forward_only"] = true;
+    const auto time = [&](const Timing &t) { return c.forwardOnly ? t.forwardMs : t.stepMs; };
+    if (timings.count("O0")) out["speedup_vs_O0"] = time(timings["O0"]) / time(timings["optimized"]);
     if (c.json) {
       fmt::print("{}\n", out.dump(2));
       return 0;
     }
-    fmt::print("{}: B = {}, T = {}, {}, median of {} runs{}\n", out["model"].get<std::string>(), c.batch, c.seq,
+    fmt::print("{}: B = {}, T = {}, {}, median of {} runs{}{}\n", out["model"].get<std::string>(), c.batch, c.seq,
                *device == codegen::Target::Cuda ? std::string("CUDA") : fmt::format("{} threads", out["threads"].get<int>()), c.runs,
                lengths.empty() ? "" : fmt::format(", lengths in [{}, {}]{}: {:.1f}% of the steps valid", c.minLength, c.seq,
                                                  c.unsorted ? " unsorted" : " longest first",
-                                                 100.0 * out["valid_fraction"].get<double>()));
-    fmt::print("  {:<10} {:>12} {:>14} {:>14} {:>14}\n", "", "forward ms", "fwd+bwd ms", "tokens/s", "workspace MB");
+                                                 100.0 * out["valid_fraction"].get<double>()),
+               c.forwardOnly ? ", forward only (evaluation mode)" : "");
+    if (c.forwardOnly) fmt::print("  {:<10} {:>12} {:>14} {:>14}\n", "", "forward ms", "tokens/s", "workspace MB");
+    else fmt::print("  {:<10} {:>12} {:>14} {:>14} {:>14}\n", "", "forward ms", "fwd+bwd ms", "tokens/s", "workspace MB");
     for (const auto &[label, optimize] : variants) {
       const Timing &t = timings[label];
-      fmt::print("  {:<10} {:>12.3f} {:>14.3f} {:>14.0f} {:>14.1f}\n", label == "O0" ? "-O0" : label, t.forwardMs, t.stepMs,
-                 static_cast<double>(c.seq * c.batch) / (t.stepMs / 1000), static_cast<double>(t.workspaceBytes) / 1e6);
+      const double tokens = static_cast<double>(c.seq * c.batch) / (time(t) / 1000), mb = static_cast<double>(t.workspaceBytes) / 1e6;
+      if (c.forwardOnly)
+        fmt::print("  {:<10} {:>12.3f} {:>14.0f} {:>14.1f}\n", label == "O0" ? "-O0" : label, t.forwardMs, tokens, mb);
+      else
+        fmt::print("  {:<10} {:>12.3f} {:>14.3f} {:>14.0f} {:>14.1f}\n", label == "O0" ? "-O0" : label, t.forwardMs, t.stepMs,
+                   tokens, mb);
     }
     if (timings.count("O0")) fmt::print("  speedup over -O0: {:.2f}x\n", out["speedup_vs_O0"].get<double>());
     return 0;
