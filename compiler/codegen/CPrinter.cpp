@@ -293,4 +293,9 @@ std::string CPrinter::kernel(const KernelIR &k) {
   return out;
 }
 
+std::string CPrinter::stoppedRowBranch(const std::string &body, const char *leave) {
+  return "    if (r / B >= ws.lengths[r % B]) { // past the sequence's end: the carries and zeros (docs/lengths.md)\n" + body +
+         "      " + leave + "\n    }\n";
+}
+
 } // namespace rnnc::codegen

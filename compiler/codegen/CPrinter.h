@@ -52,6 +52,9 @@ protected:
   /// mode, Tangent.cpp); then the step's Jacobian `a_P_Q` (d new state P /
   /// d state Q) and its value `f_P`, per new state.
   std::string tangentStep(const ScanIR &scan, int direction, const std::string &indent);
+  /// --lengths: at a row past its sequence's end, `body` (a kernel's folded
+  /// sweeps, at depth 6) and then `leave` ("return;", "continue;"), at depth 4.
+  static std::string stoppedRowBranch(const std::string &body, const char *leave);
   /// The row a sweep is at, step row / B of sequence row % B: "r" in a kernel's
   /// rows, "q" in a scan's step (tangentStep), whose r is the sequence.
   std::string row_ = "r";

@@ -66,10 +66,7 @@ std::string CppPrinter::fusedKernel(const KernelIR &k) {
       text += s.kind == Sweep::Kind::Map ? sweep(s, indent) : indent + "{\n" + sweep(s, indent + "  ") + indent + "}\n";
     return text;
   };
-  if (k.foldsStopped) {
-    out += "    if (r / B >= ws.lengths[r % B]) { // past the sequence's end: the carries and zeros (docs/lengths.md)\n";
-    out += sweeps(k.stopped, "      ") + (team ? "      return;\n" : "      continue;\n") + "    }\n";
-  }
+  if (k.foldsStopped) out += stoppedRowBranch(sweeps(k.stopped, "      "), team ? "return;" : "continue;");
   out += sweeps(k.sweeps, "    ");
   if (!team) return out + "  }\n}\n";
   out += "  };\n";

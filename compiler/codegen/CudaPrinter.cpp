@@ -217,12 +217,6 @@ std::string CudaPrinter::storeTarget(int buffer) const {
 
 std::string CudaPrinter::math(const char *name) const { return std::string("math::") + name; }
 
-/// A row past its sequence's end runs `body` (the folded sweeps) and no more.
-static std::string stoppedRows(const std::string &body) {
-  return "    if (r / B >= ws.lengths[r % B]) { // past the sequence's end: the carries and zeros (docs/lengths.md)\n" + body +
-         "      continue;\n    }\n";
-}
-
 std::string CudaPrinter::fusedKernel(const KernelIR &k) {
   std::set<int> written;
   auto pointers = rowPointers(k, written);
@@ -265,7 +259,7 @@ std::string CudaPrinter::fusedKernel(const KernelIR &k) {
     out += rows;
     if (!vector) {
       if (k.foldsStopped)
-        out += stoppedRows(k.stopped.empty() ? "" : sweep(k.stopped[0], "      "));
+        out += stoppedRowBranch(k.stopped.empty() ? "" : sweep(k.stopped[0], "      "), "continue;");
       out += sweep(k.sweeps[0], "    ");
       flat_ = false;
       return out + "  }\n}\n";
@@ -301,7 +295,8 @@ std::string CudaPrinter::fusedKernel(const KernelIR &k) {
     }
     return text;
   };
-  if (k.foldsStopped) out += stoppedRows(sweeps(k.stopped, "      ")); // the block's row: one branch for all its threads
+  if (k.foldsStopped) // the block's row: one branch for all its threads
+    out += stoppedRowBranch(sweeps(k.stopped, "      "), "continue;");
   out += sweeps(k.sweeps, "    ");
   return out + "  }\n}\n";
 }

@@ -435,6 +435,11 @@ bool ProgramBuilder::build(std::string &error) {
                              launch);
       } else {
         emitSweeps(k, launchK);
+        const bool empty = std::all_of(k.sweeps.begin(), k.sweeps.end(), [](const Sweep &sw) { return sw.body.empty(); });
+        if (empty) { // only views (-O0's slices, read where their source is): nothing to launch
+          ++launch;
+          continue;
+        }
         k.name = fmt::format("fused_{}", launch);
       }
       addEquations(k);
