@@ -10,8 +10,15 @@ machine; the table quotes medians over rounds and the ratios of the medians.
 a worktree) to the same alternating rounds: its column and the ratio of the medians
 (above 1: this build is faster), for before/after comparisons on one noisy machine.
 
+--torch adds PyTorch's own nn.LSTM / nn.GRU on the CPU (oneDNN or its native kernels,
+as torch picks; run in a subprocess with all the machine's threads) to the rounds.
+--forward-only times forward alone: rnnc's forward-only build in evaluation mode
+(`rnnc bench --forward-only`), torch under inference_mode, and oneDNN's forward (its
+forward_training, which also writes the workspace its backward would read).
+
 Usage: tools/bench-cpu.py [--rnnc build/rnnc] [--onednn build-bench/onednn-bench]
-                          [--baseline OTHER_RNNC] [--rounds 5] [--runs 20] [--batch 1 32]"""
+                          [--baseline OTHER_RNNC] [--torch] [--forward-only]
+                          [--rounds 5] [--runs 20] [--batch 1 32] [--size 256]"""
 import argparse
 import json
 import os
@@ -26,10 +33,39 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CELLS = {"lstm": "samples/lstm.rnn", "gru": "samples/gru.rnn"}
 
 
-def rnnc_bench(rnnc, cell, B, T, runs, size):
+def rnnc_bench(rnnc, cell, B, T, runs, size, forward_only=False):
     cmd = [rnnc, "bench", os.path.join(ROOT, CELLS[cell]), "-D", f"I={size}", "-D", f"H={size}", "--batch", str(B),
-           "--seq", str(T), "--runs", str(runs), "--warmup", "3", "--json"]
+           "--seq", str(T), "--runs", str(runs), "--warmup", "3", "--json"] + (["--forward-only"] if forward_only else [])
     return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+
+
+TORCH = r"""
+import statistics, sys, time, torch
+cell, B, T, runs, size, forward_only = sys.argv[1], *map(int, sys.argv[2:6]), sys.argv[6] == "1"
+torch.manual_seed(0)
+layer = (torch.nn.LSTM if cell == "lstm" else torch.nn.GRU)(size, size)
+x = torch.randn(T, B, size, requires_grad=not forward_only)
+g = torch.randn(T, B, size)
+def once():
+    if forward_only:
+        with torch.inference_mode():
+            layer(x)
+        return
+    out, _ = layer(x)
+    out.backward(g)
+times = []
+for i in range(3 + runs):
+    start = time.perf_counter()
+    once()
+    if i >= 3:
+        times.append((time.perf_counter() - start) * 1000)
+print(statistics.median(times))
+"""
+
+
+def torch_bench(cell, B, T, runs, size, forward_only):
+    cmd = [sys.executable, "-c", TORCH, cell, str(B), str(T), str(runs), str(size), "1" if forward_only else "0"]
+    return float(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
 
 
 def onednn_bench(onednn, cell, B, T, runs, size):
@@ -55,47 +91,64 @@ def main():
     ap.add_argument("--seq", type=int, default=100)
     ap.add_argument("--size", type=int, default=256)
     ap.add_argument("--cells", nargs="+", default=["lstm", "gru"])
+    ap.add_argument("--torch", action="store_true", help="add PyTorch's nn.LSTM / nn.GRU on the CPU")
+    ap.add_argument("--forward-only", action="store_true", help="time forward alone (served models)")
     args = ap.parse_args()
+    key = "forward_ms" if args.forward_only else "fwdbwd_ms"
     have_onednn = os.access(args.onednn, os.X_OK)
     if not have_onednn:
         print(f"# no oneDNN benchmark at {args.onednn}: build bench/onednn for that column", file=sys.stderr)
     rows = []
     for cell in args.cells:
         for B in args.batch:
-            opt, o0, dnn, base, mem = [], [], [], [], None
+            opt, o0, dnn, base, pt, mem = [], [], [], [], [], None
             for _ in range(args.rounds):
                 if args.baseline:
-                    base.append(rnnc_bench(args.baseline, cell, B, args.seq, args.runs, args.size)["optimized"]["fwdbwd_ms"])
-                r = rnnc_bench(args.rnnc, cell, B, args.seq, args.runs, args.size)
-                opt.append(r["optimized"]["fwdbwd_ms"])
-                o0.append(r["O0"]["fwdbwd_ms"])
+                    base.append(rnnc_bench(args.baseline, cell, B, args.seq, args.runs, args.size,
+                                           args.forward_only)["optimized"][key])
+                r = rnnc_bench(args.rnnc, cell, B, args.seq, args.runs, args.size, args.forward_only)
+                opt.append(r["optimized"][key])
+                o0.append(r["O0"][key])
                 mem = r["optimized"]
                 if have_onednn:
-                    dnn.append(onednn_bench(args.onednn, cell, B, args.seq, args.runs, args.size)["fwdbwd_ms_median"])
+                    dnn.append(onednn_bench(args.onednn, cell, B, args.seq, args.runs, args.size)[key + "_median"])
+                if args.torch:
+                    pt.append(torch_bench(cell, B, args.seq, args.runs, args.size, args.forward_only))
             m_opt, m_o0 = statistics.median(opt), statistics.median(o0)
             m_dnn = statistics.median(dnn) if dnn else float("nan")
+            m_pt = statistics.median(pt) if pt else float("nan")
             saved = saved_bytes(args.rnnc, cell, args.size) * args.seq * B
             target = (saved + 3 * mem["param_bytes"]) * 1.1  # saved + params + Adam's two moments, + 10 %
-            rows.append((cell, B, m_opt, m_o0, m_dnn, m_o0 / m_opt, m_dnn / m_opt, mem["training_bytes"], target,
-                         min(opt), max(opt), base))
-            print(f"# {cell} B={B}: rnnc {opt}  -O0 {o0}  oneDNN {dnn}" + (f"  baseline {base}" if base else ""),
-                  file=sys.stderr, flush=True)
+            held = mem["serving_bytes"] if args.forward_only else mem["training_bytes"]
+            rows.append((cell, B, m_opt, m_o0, m_dnn, m_o0 / m_opt, m_dnn / m_opt, held, target,
+                         min(opt), max(opt), base, m_pt))
+            print(f"# {cell} B={B}: rnnc {opt}  -O0 {o0}  oneDNN {dnn}" + (f"  baseline {base}" if base else "") +
+                  (f"  torch {pt}" if pt else ""), file=sys.stderr, flush=True)
+    what = "forward alone" if args.forward_only else "forward+backward step"
     print(f"machine: {machine()}; T = {args.seq}, I = H = {args.size}; medians of {args.rounds} rounds of "
-          f"{args.runs} runs each (ms per forward+backward step)\n")
+          f"{args.runs} runs each (ms per {what})\n")
     if args.baseline:
         print(f"baseline: {args.baseline}\n")
         print("| cell | B | rnnc ms | rnnc range | baseline ms | baseline range | vs baseline |")
         print("|---|---:|---:|---:|---:|---:|---:|")
-        for cell, B, o, *_, lo, hi, base in rows:
+        for cell, B, o, *_, lo, hi, base, _pt in rows:
             m = statistics.median(base)
             print(f"| {cell} | {B} | {o:.2f} | {lo:.2f}–{hi:.2f} | {m:.2f} | {min(base):.2f}–{max(base):.2f} | "
                   f"{m / o:.2f}x |")
         return 0
-    print("| cell | B | rnnc ms | rnnc range | -O0 ms | oneDNN ms | vs -O0 | vs oneDNN | training MB | target MB |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for cell, B, o, z, d, rz, rd, tb, tgt, lo, hi, _ in rows:
-        print(f"| {cell} | {B} | {o:.2f} | {lo:.2f}–{hi:.2f} | {z:.2f} | {d:.2f} | {rz:.2f}x | {rd:.2f}x | "
-              f"{tb / 1e6:.1f} | {tgt / 1e6:.1f} |")
+    torch_head = (" PyTorch ms | vs PyTorch |", "---:|---:|") if args.torch else ("", "")
+    if args.forward_only:
+        print(f"| cell | B | rnnc ms | rnnc range | -O0 ms | oneDNN ms | vs -O0 | vs oneDNN |{torch_head[0]} serving MB |")
+        print(f"|---|---:|---:|---:|---:|---:|---:|---:|{torch_head[1]}---:|")
+    else:
+        print(f"| cell | B | rnnc ms | rnnc range | -O0 ms | oneDNN ms | vs -O0 | vs oneDNN |{torch_head[0]} "
+              "training MB | target MB |")
+        print(f"|---|---:|---:|---:|---:|---:|---:|---:|{torch_head[1]}---:|---:|")
+    for cell, B, o, z, d, rz, rd, tb, tgt, lo, hi, _, p in rows:
+        torch_cols = f" {p:.2f} | {p / o:.2f}x |" if args.torch else ""
+        memory = f" {tb / 1e6:.1f} |" if args.forward_only else f" {tb / 1e6:.1f} | {tgt / 1e6:.1f} |"
+        print(f"| {cell} | {B} | {o:.2f} | {lo:.2f}–{hi:.2f} | {z:.2f} | {d:.2f} | {rz:.2f}x | {rd:.2f}x |"
+              f"{torch_cols}{memory}")
 
 
 if __name__ == "__main__":
