@@ -86,12 +86,14 @@ void CpuHost::header(Writer &w) {
 void CpuHost::definitions(Writer &w) {
   w.line("#ifdef RNNC_REAL_DOUBLE").line("using real = double;").line("#else").line("using real = float;").line("#endif");
   w.line("using namespace rnnc::cpu;").blank();
-  w.line("// Element-ops in a launch worth a thread team. Below it a launch runs its rows on the calling");
-  w.line("// thread without entering OpenMP: a parallel region costs about 0.3 us even on one thread.");
-  w.line("constexpr int64_t kParallelWork = 1 << 20;").blank();
+  w.line("// Element-ops in a launch worth a thread team (-DRNNC_PARALLEL_WORK=N to tune). Below it a launch");
+  w.line("// runs its rows on the calling thread without entering OpenMP: a parallel region costs about");
+  w.line("// 0.3 us even on one thread; a batch of 8 LSTM rows of 256 units is past it (docs/benchmarks/cpu.md).");
+  w.line("#ifndef RNNC_PARALLEL_WORK").line("#define RNNC_PARALLEL_WORK (1 << 14)").line("#endif");
+  w.line("constexpr int64_t kParallelWork = RNNC_PARALLEL_WORK;").blank();
   std::vector<std::string> members, takes;
   if (p_.panelElements) {
-    members.push_back(fmt::format("real *panels; // [{}]: the loops' weights, packed by each call (rnnc/panels.h)",
+    members.push_back(fmt::format("real *panels; // [{}]: the products' weights, packed by each call (rnnc/panels.h)",
                                   p_.panelElements));
     takes.push_back(fmt::format("ws->panels = c.take_fixed<real>({});", p_.panelElements));
   }
@@ -118,10 +120,9 @@ void CpuHost::packPanels(Writer &w, bool backward) const {
     for (int at : s.kernels) {
       const KernelIR &k = p_.kernels[at];
       if (k.panelOffset < 0 || !packed.insert(k.panelOffset).second) continue;
-      if (packed.size() == 1) w.line("// The loops' weights, packed once for every step (rnnc/panels.h).");
-      const bool transposed = k.kind == KernelIR::Kind::Gemm;
-      w.line("pack_panels({}, {}, {}, {}{}, ws.panels + {});", transposed, transposed ? k.rows : k.cols,
-             transposed ? k.cols : k.rows, k.dropped ? "ws.dropped + " : "P + ", k.paramOffset, k.panelOffset);
+      if (packed.size() == 1) w.line("// The products' weights, packed once per call (rnnc/panels.h).");
+      const PanelShape s = panelShape(k);
+      w.line("pack_panels({}, {}, {}, {}, ws.panels + {});", s.transposed, s.n, s.depth, s.weight, k.panelOffset);
     }
   }
 }

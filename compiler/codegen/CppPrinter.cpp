@@ -91,15 +91,16 @@ std::string CppPrinter::packedLibraryKernel(const KernelIR &k) {
   const bool product = k.kind != KernelIR::Kind::GradMatrix;
   const Buffer &other = p_.buffers[product ? k.out : k.b];
   GemmCall gemm = gemmCall(p_, k);
-  std::string out = signature(k, product && !k.dropped, !product && !k.dropped);
-  out += fmt::format("  {}\n", gemm.comment);
+  const bool panels = product && k.panelOffset >= 0;
+  std::string out = signature(k, product && !k.dropped && !panels, !product && !k.dropped);
+  out += fmt::format("  {}{}\n", gemm.comment, panels ? fmt::format(", packed in ws.panels[{}..]", k.panelOffset) : "");
   out += fmt::format("  // Only the rows of sequences still running, up to {} at a time (docs/lengths.md).\n",
                      MemoryPlan::kPackedRows);
   if (product)
     out += fmt::format("  packed_product(ws.lengths, B, r0, r1, {}, {}, {}, {}, {}, ws.packed, [&](int64_t n, const real *x, "
-                       "real *y) {{ gemm({}); }});\n",
+                       "real *y) {{ {}; }});\n",
                        MemoryPlan::kPackedRows, rowZero(a, k.aDelay), a.width, rowZero(other, 0), other.width,
-                       gemmArgs(k, "n", "x", "y"));
+                       panels ? panelProduct(k, "n", "x", "y") : "gemm(" + gemmArgs(k, "n", "x", "y") + ")");
   else
     out += fmt::format("  packed_gradient(ws.lengths, B, r0, r1, {}, {}, {}, {}, {}, ws.packed, [&](int64_t n, const real *d, "
                        "const real *x) {{ gemm({}); }});\n",
@@ -128,11 +129,9 @@ std::string CppPrinter::libraryKernel(const KernelIR &k) {
   switch (k.kind) {
   case KernelIR::Kind::Gemm:
   case KernelIR::Kind::GemmT:
-    if (k.panelOffset >= 0) { // a loop's product: W packed by the call (rnnc/panels.h)
-      const int64_t n = k.kind == KernelIR::Kind::Gemm ? k.rows : k.cols, depth = k.kind == KernelIR::Kind::Gemm ? k.cols : k.rows;
+    if (k.panelOffset >= 0) { // W packed by the call (rnnc/panels.h)
       out += fmt::format("  {}, packed in ws.panels[{}..]\n", gemmCall(p_, k).comment, k.panelOffset);
-      body = fmt::format("{}panel_product({} - {}, {}, {}, {}, ws.panels + {}, {}, {});\n", in, to, from, n, depth,
-                         at(k.a, k.aDelay), k.panelOffset, at(k.out, 0), n);
+      body = fmt::format("{}{};\n", in, panelProduct(k, to + " - " + from, at(k.a, k.aDelay), at(k.out, 0)));
       break;
     }
     [[fallthrough]];

@@ -341,6 +341,18 @@ std::string gemmArgs(const KernelIR &k, const std::string &m, const std::string 
   }
 }
 
+PanelShape panelShape(const KernelIR &k) {
+  const bool transposed = k.kind == KernelIR::Kind::Gemm;
+  RNNC_ASSERT(transposed || k.kind == KernelIR::Kind::GemmT, "panels are a product's");
+  return {transposed, transposed ? k.rows : k.cols, transposed ? k.cols : k.rows,
+          fmt::format("{}{}", k.dropped ? "ws.dropped + " : "P + ", k.paramOffset)};
+}
+
+std::string panelProduct(const KernelIR &k, const std::string &m, const std::string &in, const std::string &out) {
+  const PanelShape s = panelShape(k);
+  return fmt::format("panel_product({}, {}, {}, {}, ws.panels + {}, {}, {})", m, s.n, s.depth, in, k.panelOffset, out, s.n);
+}
+
 GemmCall gemmCall(const Program &p, const KernelIR &k, const std::string &from, const std::string &to) {
   auto at = [&](int buffer, int32_t delay) {
     const Buffer &b = p.buffers[buffer];

@@ -98,6 +98,17 @@ GemmCall gemmCall(const Program &p, const KernelIR &k, const std::string &from =
 /// the gradient's x): W, G, the transposes and sizes are k's.
 std::string gemmArgs(const KernelIR &k, const std::string &m, const std::string &in, const std::string &other);
 
+/// A CPU product on panels (k.panelOffset >= 0; rnnc/panels.h): its weight,
+/// `pack_panels(transposed, n, depth, W, ...)`'s arguments, and
+/// `panel_product(m, n, depth, in, panels, out, n)` on `m` rows.
+struct PanelShape {
+  bool transposed; // a Gemm kernel: op(W) = W^T of a [n][depth] W
+  int64_t n, depth;
+  std::string weight;
+};
+PanelShape panelShape(const KernelIR &k);
+std::string panelProduct(const KernelIR &k, const std::string &m, const std::string &in, const std::string &out);
+
 /// A stage's launches: every step at once, or a loop over t in the stage's
 /// direction; `launch` spells one given its kernel and rows.
 void stageLaunches(Writer &w, const Program &p, const StageIR &s,

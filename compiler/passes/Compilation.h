@@ -115,9 +115,10 @@ struct MemoryPlan {
   /// of [min(T·B, kPackedRows)][packWidth] (their operands' widths, the widest).
   int64_t packWidth = 0;
   static constexpr int64_t kPackedRows = 1024;
-  /// The CPU's per-step products (a loop's W_hh · h, W_hhᵀ · δ): each call
-  /// packs op(W) once into panels (runtime/include/rnnc/panels.h) of
-  /// kPanelColumns-column slices; forward's and backward's share the memory.
+  /// The CPU's products with a weight (a loop's W_hh · h, W_hhᵀ · δ, and the
+  /// hoisted W_ih · x, W_ihᵀ · δ): each call packs op(W) once into panels
+  /// (runtime/include/rnnc/panels.h) of kPanelColumns-column slices;
+  /// forward's and backward's share the memory.
   std::vector<int64_t> panelOffsetOf; // per node: its panels' offset in reals, -1
   int64_t panelElements = 0;          // reals, the larger of forward's and backward's
   static constexpr int64_t kPanelColumns = 16;

@@ -33,8 +33,8 @@
 // 8. CUDA's ones (what cuBLAS multiplies to sum a vector param's gradient
 //    over every row: one wide, or the summed value's width for a width-1
 //    param), the masks' key (4 words, when the graph has keep ops), the
-//    CPU's panels (each loop product's weight packed once per call, one
-//    per weight and orientation; forward and backward share them), and the
+//    CPU's panels (each product's weight packed once per call, one per
+//    weight and orientation; forward and backward share them), and the
 //    figures.
 #include "passes/PlanMemory.h"
 
@@ -463,16 +463,17 @@ void MemoryPlanner::share() {
   }
 }
 
-/// A loop's products with a weight (MatMul, MatMulT of a param) get panels:
-/// one per weight and orientation, forward's from 0 and backward's from 0 too,
-/// since a call packs its own before its first stage.
+/// The products with a weight (MatMul, MatMulT of a param), in a loop or of
+/// every step at once, get panels: one per weight and orientation, forward's
+/// from 0 and backward's from 0 too, since a call packs its own before its
+/// first stage.
 void MemoryPlanner::panels() {
   m_.panelOffsetOf.assign(g_.nodes.size(), -1);
   for (bool backward : {false, true}) {
     std::map<std::pair<Op, std::string>, int64_t> offsets; // (orientation, first param) -> offset
     int64_t end = 0;
     for (const Stage &stage : c_.schedule.stages) {
-      if (!stage.loop || stage.backward != backward) continue;
+      if (stage.backward != backward) continue;
       for (const Kernel &k : stage.kernels) {
         const Node &n = g_.node(k.nodes.front());
         if (!isLibraryCall(g_, k) || (n.op != Op::MatMul && n.op != Op::MatMulT)) continue;

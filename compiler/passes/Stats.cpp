@@ -143,7 +143,7 @@ std::string statsText(const Stats &s) {
   out += fmt::format("workspace: {} bytes per step and sequence plus {} per sequence, {} buffers ({} sharing memory)",
                      s.bufferBytesPerStep, s.bufferFixedBytes, s.buffers.size(), sharing);
   if (s.cudaBytesPerStep) out += fmt::format("; CUDA adds {} per step", s.cudaBytesPerStep);
-  if (s.panelBytes) out += fmt::format("; the CPU packs the loops' weights in {} bytes", s.panelBytes);
+  if (s.panelBytes) out += fmt::format("; the CPU packs the products' weights in {} bytes", s.panelBytes);
   if (s.packedBytesPerRow)
     out += fmt::format("; the CPU packs running rows in {} bytes per row, up to {} rows", s.packedBytesPerRow,
                        MemoryPlan::kPackedRows);

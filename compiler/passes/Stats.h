@@ -33,7 +33,7 @@ struct Stats {
   int64_t maskKeyBytes = 0;       // the masks' key and mode (dropout, zoneout)
   int64_t droppedParamBytes = 0;  // dropped params (DropConnect), float32, not per sequence
   int64_t packedBytesPerRow = 0;  // --lengths, CPU: the running rows packed, float32, up to kPackedRows rows
-  int64_t panelBytes = 0;         // CPU: the loops' weights packed once per call (float32)
+  int64_t panelBytes = 0;         // CPU: the products' weights packed once per call (float32)
   int64_t droppedGradBytes = 0;   // and their gradients
   std::vector<WorkspaceBuffer> buffers;
   int kernels = 0;

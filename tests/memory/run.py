@@ -56,7 +56,7 @@ def expected_bytes(stats, T, B, cuda):
         total += rounded(B * T * stats["cuda_bytes_per_step"])
     total += rounded(stats["mask_key_bytes"])
     total += rounded(stats["dropped_param_bytes"]) + rounded(stats["dropped_grad_bytes"])
-    if not cuda and stats["panel_bytes"]:  # the loops' weights, packed once per call, on the CPU
+    if not cuda and stats["panel_bytes"]:  # the products' weights, packed once per call, on the CPU
         total += rounded(stats["panel_bytes"])
     if not cuda and stats["packed_bytes_per_row"]:  # --lengths: the running rows packed, on the CPU
         total += rounded(min(T * B, stats["packed_rows"]) * stats["packed_bytes_per_row"])
