@@ -2,8 +2,9 @@
 //    only when rows × width reaches kParallelWork; below it no OpenMP call at
 //    all, which costs 0.3 us a launch even on one thread), row pointers for every
 //    buffer and delay it touches, then its sweeps (with --lengths, first the
-//    folded sweeps of a row past its sequence's end); a library kernel is one
-//    CBLAS call (or a plain loop for vector and embedding gradients).
+//    folded sweeps of a row past its sequence's end); a library kernel is a
+//    product on its weight's panels or a weight gradient (rnnc/panels.h), or a
+//    plain loop for vector and embedding gradients.
 // 2. Host: the workspace carved per (T, B); forward clears the padding, copies
 //    inputs and initial states in, and issues the forward stages in schedule
 //    order (a loop stage steps t in its direction); backward does the same
@@ -83,6 +84,13 @@ static std::string rowZero(const Buffer &b, int32_t delay) {
   return fmt::format("ws.{} + {}B * {}", b.name, shift == 1 ? "" : std::to_string(shift) + " * ", b.width);
 }
 
+/// A weight's gradient on `m` rows of d (the product's output gradients) and x
+/// (its inputs): rnnc/panels.h's weight_gradient, G += Σ_r d[r]ᵀ x[r].
+static std::string weightGradient(const KernelIR &k, const std::string &m, const std::string &d, const std::string &x) {
+  return fmt::format("weight_gradient<real>({}, {}, {}, {}, {}, {}{})", k.rows, k.cols, m, d, x,
+                     k.dropped ? "ws.dropped_grad + " : "G + ", k.paramOffset);
+}
+
 /// A --lengths product or weight gradient of every step at once on the CPU:
 /// the running rows in place or packed into ws.packed (rnnc/workspace.h's
 /// packed_product and packed_gradient), so that its cost follows them.
@@ -90,22 +98,22 @@ std::string CppPrinter::packedLibraryKernel(const KernelIR &k) {
   const Buffer &a = p_.buffers[k.a];
   const bool product = k.kind != KernelIR::Kind::GradMatrix;
   const Buffer &other = p_.buffers[product ? k.out : k.b];
-  GemmCall gemm = gemmCall(p_, k);
-  const bool panels = product && k.panelOffset >= 0;
-  std::string out = signature(k, product && !k.dropped && !panels, !product && !k.dropped);
-  out += fmt::format("  {}{}\n", gemm.comment, panels ? fmt::format(", packed in ws.panels[{}..]", k.panelOffset) : "");
+  RNNC_ASSERT(!product || k.panelOffset >= 0, "plan-memory gives every product panels");
+  std::string out = signature(k, false, !product && !k.dropped);
+  out += fmt::format("  {}{}\n", gemmCall(p_, k).comment,
+                     product ? fmt::format(", packed in ws.panels[{}..]", k.panelOffset) : "");
   out += fmt::format("  // Only the rows of sequences still running, up to {} at a time (docs/lengths.md).\n",
                      MemoryPlan::kPackedRows);
   if (product)
     out += fmt::format("  packed_product(ws.lengths, B, r0, r1, {}, {}, {}, {}, {}, ws.packed, [&](int64_t n, const real *x, "
                        "real *y) {{ {}; }});\n",
                        MemoryPlan::kPackedRows, rowZero(a, k.aDelay), a.width, rowZero(other, 0), other.width,
-                       panels ? panelProduct(k, "n", "x", "y") : "gemm(" + gemmArgs(k, "n", "x", "y") + ")");
+                       panelProduct(k, "n", "x", "y"));
   else
     out += fmt::format("  packed_gradient(ws.lengths, B, r0, r1, {}, {}, {}, {}, {}, ws.packed, [&](int64_t n, const real *d, "
-                       "const real *x) {{ gemm({}); }});\n",
+                       "const real *x) {{ {}; }});\n",
                        MemoryPlan::kPackedRows, rowZero(a, k.aDelay), a.width, rowZero(other, k.bDelay), other.width,
-                       gemmArgs(k, "n", "d", "x"));
+                       weightGradient(k, "n", "d", "x"));
   return out + "}\n";
 }
 
@@ -122,25 +130,22 @@ std::string CppPrinter::libraryKernel(const KernelIR &k) {
     const Buffer &b = p_.buffers[buffer];
     return fmt::format("ws.{} + {}", b.name, CPrinter::rowOffset(b, delay, from));
   };
-  // A dropped param's product reads neither array: its W and gradient are the workspace's.
+  // A product reads its weight from the panels, never P; a dropped param's
+  // gradient is the workspace's, not G.
   const bool product = k.kind == KernelIR::Kind::Gemm || k.kind == KernelIR::Kind::GemmT;
-  std::string out = signature(k, product && !k.dropped && k.panelOffset < 0, !product && !k.dropped);
+  std::string out = signature(k, false, !product && !k.dropped);
   std::string body;
   switch (k.kind) {
   case KernelIR::Kind::Gemm:
-  case KernelIR::Kind::GemmT:
-    if (k.panelOffset >= 0) { // W packed by the call (rnnc/panels.h)
-      out += fmt::format("  {}, packed in ws.panels[{}..]\n", gemmCall(p_, k).comment, k.panelOffset);
-      body = fmt::format("{}{};\n", in, panelProduct(k, to + " - " + from, at(k.a, k.aDelay), at(k.out, 0)));
-      break;
-    }
-    [[fallthrough]];
-  case KernelIR::Kind::GradMatrix: {
-    GemmCall gemm = gemmCall(p_, k, from, to);
-    out += fmt::format("  {}\n", gemm.comment);
-    body = fmt::format("{}gemm({});\n", in, gemm.args);
+  case KernelIR::Kind::GemmT: // W packed by the call (rnnc/panels.h)
+    RNNC_ASSERT(k.panelOffset >= 0, "plan-memory gives every product panels");
+    out += fmt::format("  {}, packed in ws.panels[{}..]\n", gemmCall(p_, k).comment, k.panelOffset);
+    body = fmt::format("{}{};\n", in, panelProduct(k, to + " - " + from, at(k.a, k.aDelay), at(k.out, 0)));
     break;
-  }
+  case KernelIR::Kind::GradMatrix: // rnnc's own kernel (rnnc/panels.h)
+    out += fmt::format("  {}\n", gemmCall(p_, k, from, to).comment);
+    body = fmt::format("{}{};\n", in, weightGradient(k, to + " - " + from, at(k.a, k.aDelay), at(k.b, k.bDelay)));
+    break;
   case KernelIR::Kind::GradVector:
     body += fmt::format("{}const real *d = {};\n", in, at(k.a, k.aDelay));
     body += fmt::format("{}real *g = G + {};\n", in, k.paramOffset);

@@ -1,4 +1,4 @@
-// The per-step products' kernels (runtime/include/rnnc/panels.h): every
+// The products' and weight gradients' kernels (runtime/include/rnnc/panels.h): every
 // instruction set this CPU has gives the bits of one fused multiply-add chain
 // per element, for any shape (rows past a tile, columns past a panel), both
 // orientations of W, float and double, and any number of threads.
@@ -97,4 +97,71 @@ TEST_CASE("a panel product has the same bits on one thread and on several", "[pa
   omp_set_num_threads(threads);
   CHECK(one == many);
   CHECK(one == c.expected(c.N));
+}
+
+namespace {
+
+/// G[M][N] += Dᵀ X over R steps: G starts from values of its own, D [R][M], X [R][N].
+template <class E> struct Gradient {
+  int64_t M, N, R;
+  std::vector<E> D, X, G0;
+
+  Gradient(int64_t m, int64_t n, int64_t r) : M(m), N(n), R(r), D(r * m), X(r * n), G0(m * n) {
+    std::mt19937 gen(static_cast<unsigned>(m * 7919 + n * 31 + r));
+    std::normal_distribution<double> normal;
+    for (E &d : D) d = E(normal(gen));
+    for (E &x : X) x = E(normal(gen));
+    for (E &g : G0) g = E(normal(gen));
+  }
+  /// The reference: G's value, then one std::fma per step, r in order.
+  std::vector<E> expected() const {
+    std::vector<E> G = G0;
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t r = 0; r < R; ++r) G[i * N + n] = std::fma(D[r * M + i], X[r * N + n], G[i * N + n]);
+    return G;
+  }
+  std::vector<E> run(Isa isa) const {
+    std::vector<E> G = G0;
+    panels_detail::gradient(isa, M, N, R, D.data(), X.data(), G.data());
+    return G;
+  }
+};
+
+template <class E> void checkGradientEveryIsa() {
+  // Rows past a tile (8 on AVX-512, 6 on AVX2) and past a thread's share, columns
+  // past a vector, steps past a chunk (128 KiB of X: 2048 floats' rows at N = 16).
+  for (int64_t M : {1, 5, 6, 7, 8, 9, 17, 70})
+    for (int64_t N : {1, 7, 8, 16, 17, 33, 48})
+      for (int64_t R : {1, 3, 40, 2100}) {
+        if (R == 2100 && M * N > 600) continue; // the chunked case needs only a few shapes
+        Gradient<E> g(M, N, R);
+        const std::vector<E> want = g.expected();
+        for (Isa isa : isas()) {
+          INFO("M " << M << " N " << N << " R " << R << " isa " << int(isa));
+          CHECK(g.run(isa) == want);
+        }
+      }
+}
+
+} // namespace
+
+TEST_CASE("every ISA's weight gradient is G plus the fma chain, bit for bit (float)", "[panels]") {
+  checkGradientEveryIsa<float>();
+}
+TEST_CASE("every ISA's weight gradient is G plus the fma chain, bit for bit (double)", "[panels]") {
+  checkGradientEveryIsa<double>();
+}
+
+TEST_CASE("a weight gradient has the same bits on one thread and on several", "[panels]") {
+  Gradient<float> g(1024, 256, 64); // the LSTM's W_ih at 64 rows: a team's work
+  std::vector<float> one = g.G0, many = g.G0;
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(1);
+  weight_gradient(g.M, g.N, g.R, g.D.data(), g.X.data(), one.data());
+  omp_set_num_threads(3); // rows that do not split evenly
+  weight_gradient(g.M, g.N, g.R, g.D.data(), g.X.data(), many.data());
+  omp_set_num_threads(threads);
+  CHECK(one == many);
+  CHECK(one == g.expected());
 }

@@ -1,6 +1,7 @@
-// The per-step products of a loop (h(t-1) · W_hh^T forward, δ · W_hh backward)
-// with the weight packed once per call into panels, and register-blocked
-// micro-kernels that stream those panels (docs/codegen.md, "Per-step products").
+// The products with a weight (h(t-1) · W_hh^T, x · W_ih^T forward, δ · W
+// backward) with the weight packed once per call into panels, register-blocked
+// micro-kernels that stream those panels, and the weight gradients (Σ δᵀ x) on
+// the same micro-kernels (docs/codegen.md, "Per-step products").
 // Every element is one fused multiply-add chain over k in order, whatever the
 // ISA (AVX-512, AVX2 + FMA, scalar std::fma: picked once, at load time), the
 // thread count or the rows around it: the bits never depend on the machine's width.
@@ -11,6 +12,11 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -84,6 +90,19 @@ inline void scalar_columns(int64_t M, int64_t K, const E *A, const E *panels, E 
       E sum = E(0);
       for (int64_t k = 0; k < K; ++k) sum = std::fma(A[r * K + k], w[k * P], sum);
       C[r * ldc + n] = sum;
+    }
+}
+
+/// Rows [m0, m1) and columns [c0, c1) of G[M][N] += Dᵀ · X over R steps
+/// (D [R][M], X [R][N]): G's value, then one fma per step in order.
+template <class E>
+inline void scalar_gradient(int64_t M, int64_t N, int64_t R, const E *D, const E *X, E *G, int64_t m0, int64_t m1,
+                            int64_t c0, int64_t c1) {
+  for (int64_t i = m0; i < m1; ++i)
+    for (int64_t c = c0; c < c1; ++c) {
+      E sum = G[i * N + c];
+      for (int64_t r = 0; r < R; ++r) sum = std::fma(D[r * M + i], X[r * N + c], sum);
+      G[i * N + c] = sum;
     }
 }
 
@@ -185,6 +204,48 @@ inline void product(Isa chosen, int64_t M, int64_t N, int64_t K, const E *A, con
   for (int64_t b = 0; b < blocks; ++b) block(b);
 }
 } // namespace panels_detail
+
+namespace panels_detail {
+/// weight_gradient on `chosen`, which this CPU must have.
+template <class E>
+inline void gradient(Isa chosen, int64_t M, int64_t N, int64_t R, const E *D, const E *X, E *G) {
+  if (M <= 0 || N <= 0 || R <= 0) return;
+  // Steps per chunk: a chunk's X (128 KiB) stays in the second-level cache.
+  const int64_t chunk = std::max<int64_t>(16, (int64_t(128) << 10) / int64_t(sizeof(E)) / N);
+  const auto rows = [&](int64_t m0, int64_t m1) {
+    if (m0 >= m1) return;
+#ifdef RNNC_PANELS_X86
+    if (chosen == Isa::Avx512) return avx512::gradient_rows(M, N, R, D, X, G, m0, m1, chunk);
+    if (chosen == Isa::Avx2) return avx2::gradient_rows(M, N, R, D, X, G, m0, m1, chunk);
+#endif
+    scalar_gradient(M, N, R, D, X, G, m0, m1, 0, N);
+  };
+  constexpr double kTeamMacs = 1 << 17;
+  constexpr int64_t kStep = 8; // a thread's rows are whole tiles on every ISA (8 or 6 + 2)
+#ifdef _OPENMP
+  if (M >= 2 * kStep && double(M) * double(N) * double(R) >= kTeamMacs) {
+    // Each thread its own rows of G (and the columns of D they read): any cut gives the same bits.
+#pragma omp parallel
+    {
+      const int64_t team = omp_get_num_threads(), me = omp_get_thread_num();
+      const int64_t per = ((M + kStep - 1) / kStep + team - 1) / team * kStep;
+      rows(std::min(M, me * per), std::min(M, (me + 1) * per));
+    }
+    return;
+  }
+#endif
+  rows(0, M);
+}
+} // namespace panels_detail
+
+/// A weight's gradient over R rows: G[M][N] += Σ_r D[r]ᵀ X[r], D [R][M] (the
+/// product's output gradients), X [R][N] (its inputs). No packing: a step's X
+/// columns are contiguous already, and D's rows of G are one broadcast each.
+/// Every element is G's value plus one fma chain over r in order, whatever the
+/// ISA or the thread count (each thread of the team takes its own rows of G).
+template <class E> inline void weight_gradient(int64_t M, int64_t N, int64_t R, const E *D, const E *X, E *G) {
+  panels_detail::gradient(panels_detail::isa(), M, N, R, D, X, G);
+}
 
 /// C[M][N] = A[M][K] · op(W), op(W) packed by pack_panels (64-byte aligned is best),
 /// C's rows ldc apart. Split by blocks of columns across an OpenMP team when

@@ -74,3 +74,86 @@ inline void columns(int64_t M, int64_t K, const E *A, const E *panels, E *C, int
     }
   }
 }
+
+/// Rows [0, MR) of a weight gradient G and VR whole vectors of its columns,
+/// G[i][c] += Σ_r D[r·ldd + i] · X[r·ldx + c] over r in [0, R): G's value
+/// first, then one fused multiply-add per r, in order (the scalar fallback's
+/// chain). D's MR values of a step are one broadcast each, X's columns a load.
+template <class E, int MR, int VR>
+inline void gradient_tile(int64_t R, const E *D, int64_t ldd, const E *X, int64_t ldx, E *G, int64_t ldg) {
+  using T = Vec<E>;
+  using V = typename T::V;
+  V acc[MR][VR];
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int v = 0; v < VR; ++v) acc[i][v] = T::load(G + i * ldg + v * T::kLanes);
+  for (int64_t r = 0; r < R; ++r) {
+    V b[VR];
+#pragma GCC unroll 4
+    for (int v = 0; v < VR; ++v) b[v] = T::load(X + r * ldx + v * T::kLanes);
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) {
+      const V a = T::broadcast(D + r * ldd + i);
+#pragma GCC unroll 4
+      for (int v = 0; v < VR; ++v) acc[i][v] = T::fma(a, b[v], acc[i][v]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int v = 0; v < VR; ++v) T::store(G + i * ldg + v * T::kLanes, acc[i][v]);
+}
+
+/// gradient_tile with its rows 1 .. kRows picked at run time.
+template <class E, int VR, int MR = Vec<E>::kRows>
+inline void gradient_rows_of(int64_t m, int64_t R, const E *D, int64_t ldd, const E *X, int64_t ldx, E *G, int64_t ldg) {
+  if constexpr (MR > 1)
+    if (m < MR) return gradient_rows_of<E, VR, MR - 1>(m, R, D, ldd, X, ldx, G, ldg);
+  gradient_tile<E, MR, VR>(R, D, ldd, X, ldx, G, ldg);
+}
+
+/// Rows [m0, m1) of G[M][N] += Dᵀ · X (D [R][M], X [R][N]), steps in chunks
+/// of `chunk`: each chunk's X is copied into column blocks of contiguous
+/// steps (xs) and each tile's D rows into 8 ... kRows contiguous values per
+/// step (ds), so that the tiles stream from the first-level cache instead of
+/// striding by whole rows. A tile continues every element's chain from where
+/// the last chunk stored it (the same bits as one pass); columns past the last
+/// whole vector are the scalar fallback's.
+template <class E>
+inline void gradient_rows(int64_t M, int64_t N, int64_t R, const E *D, const E *X, E *G, int64_t m0, int64_t m1,
+                          int64_t chunk) {
+  using T = Vec<E>;
+  constexpr int64_t L = T::kLanes, width = T::kVectors * L, MR = T::kRows, kTiles = 8;
+  const int64_t vectors = N / L * L;
+  thread_local std::vector<E> xs, ds;
+  xs.resize(size_t(chunk * vectors));
+  ds.resize(size_t(chunk * MR * kTiles));
+  for (int64_t r0 = 0; r0 < R; r0 += chunk) {
+    const int64_t steps = std::min(chunk, R - r0);
+    const E *d = D + r0 * M, *x = X + r0 * N;
+    for (int64_t c = 0; c < vectors; c += width) { // block c: [steps][w], w = its columns
+      const int64_t w = std::min(width, vectors - c);
+      for (int64_t r = 0; r < steps; ++r) std::copy_n(x + r * N + c, w, xs.data() + c * steps + r * w);
+    }
+    for (int64_t i0 = m0; i0 < m1; i0 += MR * kTiles) {
+      const int64_t tiles = std::min<int64_t>(kTiles, (m1 - i0 + MR - 1) / MR);
+      for (int64_t t = 0; t < tiles; ++t) { // tile t: [steps][MR], rows past m1 zero
+        E *to = ds.data() + t * steps * MR;
+        const int64_t rows = std::min<int64_t>(MR, m1 - i0 - t * MR);
+        for (int64_t r = 0; r < steps; ++r)
+          for (int64_t j = 0; j < MR; ++j) to[r * MR + j] = j < rows ? d[r * M + i0 + t * MR + j] : E(0);
+      }
+      for (int64_t c = 0; c < vectors; c += width) {
+        const int64_t w = std::min(width, vectors - c);
+        for (int64_t t = 0; t < tiles; ++t) {
+          const int64_t i = i0 + t * MR, m = std::min<int64_t>(MR, m1 - i);
+          const E *dt = ds.data() + t * steps * MR, *xt = xs.data() + c * steps;
+          if (w == width) gradient_rows_of<E, T::kVectors>(m, steps, dt, MR, xt, w, G + i * N + c, N);
+          else gradient_rows_of<E, 1>(m, steps, dt, MR, xt, w, G + i * N + c, N);
+        }
+      }
+    }
+    scalar_gradient(M, N, steps, d, x, G, m0, m1, vectors, N);
+  }
+}
