@@ -210,13 +210,11 @@ namespace panels_detail {
 template <class E>
 inline void gradient(Isa chosen, int64_t M, int64_t N, int64_t R, const E *D, const E *X, E *G) {
   if (M <= 0 || N <= 0 || R <= 0) return;
-  // Steps per chunk: a chunk's X (128 KiB) stays in the second-level cache.
-  const int64_t chunk = std::max<int64_t>(16, (int64_t(128) << 10) / int64_t(sizeof(E)) / N);
   const auto rows = [&](int64_t m0, int64_t m1) {
     if (m0 >= m1) return;
 #ifdef RNNC_PANELS_X86
-    if (chosen == Isa::Avx512) return avx512::gradient_rows(M, N, R, D, X, G, m0, m1, chunk);
-    if (chosen == Isa::Avx2) return avx2::gradient_rows(M, N, R, D, X, G, m0, m1, chunk);
+    if (chosen == Isa::Avx512) return avx512::gradient_rows(M, N, R, D, X, G, m0, m1);
+    if (chosen == Isa::Avx2) return avx2::gradient_rows(M, N, R, D, X, G, m0, m1);
 #endif
     scalar_gradient(M, N, R, D, X, G, m0, m1, 0, N);
   };

@@ -113,47 +113,54 @@ inline void gradient_rows_of(int64_t m, int64_t R, const E *D, int64_t ldd, cons
   gradient_tile<E, MR, VR>(R, D, ldd, X, ldx, G, ldg);
 }
 
-/// Rows [m0, m1) of G[M][N] += Dᵀ · X (D [R][M], X [R][N]), steps in chunks
-/// of `chunk`: each chunk's X is copied into column blocks of contiguous
-/// steps (xs) and each tile's D rows into 8 ... kRows contiguous values per
-/// step (ds), so that the tiles stream from the first-level cache instead of
-/// striding by whole rows. A tile continues every element's chain from where
-/// the last chunk stored it (the same bits as one pass); columns past the last
-/// whole vector are the scalar fallback's.
+/// Rows [m0, m1) of G[M][N] += Dᵀ · X (D [R][M], X [R][N]), blocked as a
+/// GEMM is: columns in groups of at most kGroup, steps in chunks of at most
+/// kChunk. Each (group, chunk) of X is copied into column blocks of contiguous
+/// steps (xs, 256 KiB of floats: second-level cache) and each tile's D rows
+/// into MR contiguous values per step (ds), so that a tile streams its
+/// kChunk steps from the first-level cache instead of striding by whole rows;
+/// G is loaded and stored once per (group, chunk). A tile continues every
+/// element's chain from where the last chunk stored it (the same bits as one
+/// pass); columns past the last whole vector are the scalar fallback's.
 template <class E>
-inline void gradient_rows(int64_t M, int64_t N, int64_t R, const E *D, const E *X, E *G, int64_t m0, int64_t m1,
-                          int64_t chunk) {
+inline void gradient_rows(int64_t M, int64_t N, int64_t R, const E *D, const E *X, E *G, int64_t m0, int64_t m1) {
   using T = Vec<E>;
   constexpr int64_t L = T::kLanes, width = T::kVectors * L, MR = T::kRows, kTiles = 8;
+  constexpr int64_t kGroup = 256, kChunk = 256;
   const int64_t vectors = N / L * L;
   thread_local std::vector<E> xs, ds;
-  xs.resize(size_t(chunk * vectors));
-  ds.resize(size_t(chunk * MR * kTiles));
-  for (int64_t r0 = 0; r0 < R; r0 += chunk) {
-    const int64_t steps = std::min(chunk, R - r0);
-    const E *d = D + r0 * M, *x = X + r0 * N;
-    for (int64_t c = 0; c < vectors; c += width) { // block c: [steps][w], w = its columns
-      const int64_t w = std::min(width, vectors - c);
-      for (int64_t r = 0; r < steps; ++r) std::copy_n(x + r * N + c, w, xs.data() + c * steps + r * w);
-    }
-    for (int64_t i0 = m0; i0 < m1; i0 += MR * kTiles) {
-      const int64_t tiles = std::min<int64_t>(kTiles, (m1 - i0 + MR - 1) / MR);
-      for (int64_t t = 0; t < tiles; ++t) { // tile t: [steps][MR], rows past m1 zero
-        E *to = ds.data() + t * steps * MR;
-        const int64_t rows = std::min<int64_t>(MR, m1 - i0 - t * MR);
-        for (int64_t r = 0; r < steps; ++r)
-          for (int64_t j = 0; j < MR; ++j) to[r * MR + j] = j < rows ? d[r * M + i0 + t * MR + j] : E(0);
+  xs.resize(size_t(kChunk * kGroup));
+  ds.resize(size_t(kChunk * MR * kTiles));
+  for (int64_t g0 = 0; g0 < vectors; g0 += kGroup) {
+    const int64_t g1 = std::min(vectors, g0 + kGroup);
+    for (int64_t r0 = 0; r0 < R; r0 += kChunk) {
+      const int64_t steps = std::min(kChunk, R - r0);
+      const E *d = D + r0 * M, *x = X + r0 * N;
+      for (int64_t c = g0; c < g1; c += width) { // block c: [steps][w], w = its columns
+        const int64_t w = std::min(width, g1 - c);
+        E *to = xs.data() + (c - g0) * steps;
+        for (int64_t r = 0; r < steps; ++r) std::copy_n(x + r * N + c, w, to + r * w);
       }
-      for (int64_t c = 0; c < vectors; c += width) {
-        const int64_t w = std::min(width, vectors - c);
-        for (int64_t t = 0; t < tiles; ++t) {
-          const int64_t i = i0 + t * MR, m = std::min<int64_t>(MR, m1 - i);
-          const E *dt = ds.data() + t * steps * MR, *xt = xs.data() + c * steps;
-          if (w == width) gradient_rows_of<E, T::kVectors>(m, steps, dt, MR, xt, w, G + i * N + c, N);
-          else gradient_rows_of<E, 1>(m, steps, dt, MR, xt, w, G + i * N + c, N);
+      for (int64_t i0 = m0; i0 < m1; i0 += MR * kTiles) {
+        const int64_t tiles = std::min<int64_t>(kTiles, (m1 - i0 + MR - 1) / MR);
+        for (int64_t t = 0; t < tiles; ++t) { // tile t: [steps][MR], rows past m1 zero
+          E *to = ds.data() + t * steps * MR;
+          const int64_t rows = std::min<int64_t>(MR, m1 - i0 - t * MR);
+          for (int64_t r = 0; r < steps; ++r)
+            for (int64_t j = 0; j < MR; ++j) to[r * MR + j] = j < rows ? d[r * M + i0 + t * MR + j] : E(0);
+        }
+        for (int64_t c = g0; c < g1; c += width) {
+          const int64_t w = std::min(width, g1 - c);
+          const E *xt = xs.data() + (c - g0) * steps;
+          for (int64_t t = 0; t < tiles; ++t) {
+            const int64_t i = i0 + t * MR, m = std::min<int64_t>(MR, m1 - i);
+            const E *dt = ds.data() + t * steps * MR;
+            if (w == width) gradient_rows_of<E, T::kVectors>(m, steps, dt, MR, xt, w, G + i * N + c, N);
+            else gradient_rows_of<E, 1>(m, steps, dt, MR, xt, w, G + i * N + c, N);
+          }
         }
       }
     }
-    scalar_gradient(M, N, steps, d, x, G, m0, m1, vectors, N);
   }
+  scalar_gradient(M, N, R, D, X, G, m0, m1, vectors, N);
 }
