@@ -79,6 +79,10 @@ inline Isa isa() {
   return chosen;
 }
 
+/// Multiply-adds below which a product or gradient stays on the calling
+/// thread: a fork costs more than the other core saves.
+constexpr double kTeamMacs = 1 << 17;
+
 /// Columns [c0, c1) of rows [0, M) of C, one fma chain per element: the
 /// reference every vector kernel equals.
 template <class E>
@@ -195,7 +199,6 @@ inline void product(Isa chosen, int64_t M, int64_t N, int64_t K, const E *A, con
 #endif
     scalar_columns(M, K, A, panels, C, ldc, c0, c1);
   };
-  constexpr double kTeamMacs = 1 << 17; // below it a fork costs more than the other core saves
   if (blocks < 2 || double(M) * double(N) * double(K) < kTeamMacs) {
     for (int64_t b = 0; b < blocks; ++b) block(b);
     return;
@@ -203,9 +206,7 @@ inline void product(Isa chosen, int64_t M, int64_t N, int64_t K, const E *A, con
 #pragma omp parallel for schedule(static)
   for (int64_t b = 0; b < blocks; ++b) block(b);
 }
-} // namespace panels_detail
 
-namespace panels_detail {
 /// weight_gradient on `chosen`, which this CPU must have.
 template <class E>
 inline void gradient(Isa chosen, int64_t M, int64_t N, int64_t R, const E *D, const E *X, E *G) {
@@ -218,7 +219,6 @@ inline void gradient(Isa chosen, int64_t M, int64_t N, int64_t R, const E *D, co
 #endif
     scalar_gradient(M, N, R, D, X, G, m0, m1, 0, N);
   };
-  constexpr double kTeamMacs = 1 << 17;
   constexpr int64_t kStep = 8; // a thread's rows are whole tiles on every ISA (8 or 6 + 2)
 #ifdef _OPENMP
   if (M >= 2 * kStep && double(M) * double(N) * double(R) >= kTeamMacs) {
@@ -237,9 +237,9 @@ inline void gradient(Isa chosen, int64_t M, int64_t N, int64_t R, const E *D, co
 } // namespace panels_detail
 
 /// A weight's gradient over R rows: G[M][N] += Σ_r D[r]ᵀ X[r], D [R][M] (the
-/// product's output gradients), X [R][N] (its inputs). No packing: a step's X
-/// columns are contiguous already, and D's rows of G are one broadcast each.
-/// Every element is G's value plus one fma chain over r in order, whatever the
+/// product's output gradients), X [R][N] (its inputs), blocked as a GEMM with
+/// X and D copied per block into a thread_local scratch (panels_kernel.h's
+/// gradient_rows). Every element is G's value plus one fma chain over r in order, whatever the
 /// ISA or the thread count (each thread of the team takes its own rows of G).
 template <class E> inline void weight_gradient(int64_t M, int64_t N, int64_t R, const E *D, const E *X, E *G) {
   panels_detail::gradient(panels_detail::isa(), M, N, R, D, X, G);
