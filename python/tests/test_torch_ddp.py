@@ -28,7 +28,8 @@ def train(model, batches):
 
 
 def rank_main(rank, world, init_file, out):
-    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world)
+    store = dist.FileStore(init_file, world)
+    dist.init_process_group("gloo", store=store, rank=rank, world_size=world)
     m = rnnc.load(sample("lstm.rnn"), dtype=torch.float64, I=3, H=5, seed=1)
     ddp = torch.nn.parallel.DistributedDataParallel(m)
     half = B // world
@@ -37,7 +38,12 @@ def rank_main(rank, world, init_file, out):
         torch.save(m.state_dict(), out)
     # Both ranks leave together: a rank that tears gloo down while the other
     # still talks to it aborts ("terminate called without an active exception").
+    # gloo's barrier can return on rank 0 before rank 1 has read rank 0's last
+    # message (a CI run aborted that way), so the ranks then meet once more on
+    # the file store, which no gloo connection carries, before either closes.
     dist.barrier()
+    store.set(f"left{rank}", "1")
+    store.wait([f"left{r}" for r in range(world)])
     dist.destroy_process_group()
 
 
