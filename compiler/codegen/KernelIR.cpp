@@ -376,6 +376,9 @@ void ProgramBuilder::checkMemory() const {
     const Buffer &b = p_.buffers[l.buffer];
     std::string what = fmt::format("{} read at delay {} by stage {}", b.name, l.delay, l.stage);
     if (b.stepLocal) RNNC_ASSERT(l.stage == writer[l.buffer] && l.delay == 0, what + ": a step-local buffer");
+    else if (b.ring && l.stage < 0) // the initial-state gradients: steps the loop (backward in time) wrote last
+      RNNC_ASSERT(p_.stages[writer[l.buffer]].direction < 0 && -l.before - l.delay >= 0 && -l.delay <= b.ring,
+                  what + ": a step its ring no longer holds");
     else if (b.ring) RNNC_ASSERT(l.stage == writer[l.buffer] && std::abs(l.delay) < b.ring, what + ": past its ring");
     else RNNC_ASSERT(l.delay + l.before <= b.padBefore && -l.delay <= b.padAfter, what + ": past its padding");
   }

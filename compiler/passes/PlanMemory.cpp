@@ -24,8 +24,10 @@
 // 5. Saved: forward values other than inputs that a backward launch loads.
 // 6. Steps kept: a value that a loop run step by step writes and that only
 //    that loop reads keeps one step's rows (read at the same step, no
-//    padding) or a ring of k + 1 steps (read up to k steps back); ports,
-//    inputs and indices keep all T, and so does every other value.
+//    padding) or a ring of k + 1 steps (read up to k steps back); so does
+//    one the initial-state gradients also read, when they load only steps
+//    the loop (backward in time) wrote last, which the ring still holds;
+//    ports, inputs and indices keep all T, and so does every other value.
 // 7. Sharing: a buffer whose launches all come after another's last reuses
 //    its memory when both have the same width and padding (first fit, in
 //    order of first use); ports, inputs, indices, the initial-state gradients
@@ -98,6 +100,7 @@ struct Accesses {
   std::vector<int32_t> farthest;          // the largest |delay| it is loaded with
   std::vector<int> first, last;           // run order of its first and last launch (last -1: none)
   std::vector<bool> readByBackward;
+  std::vector<std::vector<std::pair<int32_t, int64_t>>> initialReads; // (delay, depth) of each initial-state gradient's load
 };
 
 class MemoryPlanner {
@@ -382,7 +385,11 @@ void MemoryPlanner::traceInitialStateGradients(int at) {
     if (opKind(n.op) != OpKind::Gemm && !isMap(n.op)) continue; // the kernel IR refuses it
     for (const Edge &e : n.inputs) padFor(m_.bufferOf[e.src], e.delay, depths_.at(state)); // steps -k .. -1
     size_t operands = opKind(n.op) == OpKind::Gemm ? std::min<size_t>(2, n.inputs.size()) : n.inputs.size();
-    for (size_t i = 0; i < operands; ++i) read(load(n.inputs[i]), -1, at, true);
+    for (size_t i = 0; i < operands; ++i) {
+      std::optional<Load> l = load(n.inputs[i]);
+      read(l, -1, at, true);
+      if (l) a_.initialReads[l->buffer].push_back({l->delay, depths_.at(state)});
+    }
     write(buffer, -1, at);
   }
 }
@@ -390,7 +397,8 @@ void MemoryPlanner::traceInitialStateGradients(int at) {
 void MemoryPlanner::trace() {
   size_t count = m_.buffers.size();
   a_ = {std::vector<int>(count, -1), std::vector<std::set<int>>(count), std::vector<int32_t>(count, 0),
-        std::vector<int>(count, INT_MAX), std::vector<int>(count, -1), std::vector<bool>(count, false)};
+        std::vector<int>(count, INT_MAX), std::vector<int>(count, -1), std::vector<bool>(count, false),
+        std::vector<std::vector<std::pair<int32_t, int64_t>>>(count)};
   const auto &stages = c_.schedule.stages;
   int at = 0;
   for (bool backward : {false, true})
@@ -416,12 +424,26 @@ void MemoryPlanner::keepSteps() {
         !stages[stage].loop || m_.scans[stage].aggregates >= 0) // a scan's chunks run at once
       continue;
     bool onlyItsLoop = true;
-    for (int s : a_.readers[b]) onlyItsLoop &= s == stage;
+    for (int s : a_.readers[b]) onlyItsLoop &= s == stage || s == -1;
     if (!onlyItsLoop) continue;
     // One step's rows, or a ring of the steps the loop reads back (its
     // padding is zeros, which the ring starts with).
+    int64_t ring = a_.farthest[b] + 1;
+    if (a_.readers[b].count(-1)) {
+      // The initial-state gradients run after a loop backward in time, which
+      // writes steps 0 .. ring - 1 last: they read the ring in place when
+      // every step they load (-depth - delay .. -1 - delay) is one of those.
+      bool inRing = stages[stage].direction < 0;
+      for (auto [delay, depth] : a_.initialReads[b]) {
+        inRing &= -depth - delay >= 0;
+        ring = std::max<int64_t>(ring, -delay);
+      }
+      if (!inRing) continue;
+      buf.ring = static_cast<int>(ring);
+      continue;
+    }
     if (a_.farthest[b] == 0 && !buf.padBefore && !buf.padAfter) buf.stepLocal = true;
-    else buf.ring = a_.farthest[b] + 1;
+    else buf.ring = static_cast<int>(ring);
   }
 }
 
