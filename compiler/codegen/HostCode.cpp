@@ -190,10 +190,10 @@ void HostPrinter::stateSeedCopies() {
     const Buffer &b = p_.buffers[seed.buffer];
     w_.line("{}", t_.rows(fmt::format("clear_rows(ws.{}, {}, T, B, {}", b.name, b.padBefore, b.width)));
     std::string src = fmt::format("static_cast<const real *>(state_seeds[{}])", k);
-    if (b.padBefore >= seed.depth) {
+    if (b.padBefore + 1 >= seed.depth) { // T >= 1 (the workspace refuses less): the rows fit
+      std::string first = b.padBefore ? fmt::format("{} + T - {}", b.padBefore, seed.depth) : fmt::format("T - {}", seed.depth);
       guarded(fmt::format("state_seeds && state_seeds[{}]", k),
-              t_.rows(fmt::format("copy_rows(ws.{}, {} + T - {}, {}, {}, B, {}", b.name, b.padBefore, seed.depth, src,
-                                  seed.depth, b.width)));
+              t_.rows(fmt::format("copy_rows(ws.{}, {}, {}, {}, B, {}", b.name, first, src, seed.depth, b.width)));
       continue;
     }
     // Nothing reads this seed as far back as step -depth: only its last

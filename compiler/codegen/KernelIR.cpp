@@ -280,6 +280,8 @@ bool ProgramBuilder::emitEpilogue(const std::string &state, NodeId id, int buffe
     Sweep sw;
     sw.width = n.width;
     Instr in = instr(id, -1, Sweep::Kind::Map, {});
+    for (const auto &[node, input] : m_.initialZeros) // a backward value before its first step: zero
+      if (node == id) in.args[input] = Operand();
     in.store = port.buffer;
     sw.body.push_back(in);
     kernel.sweeps.push_back(sw);

@@ -105,6 +105,9 @@ struct MemoryPlan {
   std::vector<WorkspaceBuffer> buffers;
   std::vector<ScanScratch> scans; // per stage
   std::vector<std::pair<std::string, int>> initialStateGradients; // state -> buffer, as g.grads.states
+  /// (node, input) of an initial-state gradient's loads that are zero: steps
+  /// before the first of a backward value, whose padding holds zeros.
+  std::vector<std::pair<NodeId, size_t>> initialZeros;
   int64_t onesWidth = 0; // CUDA only: [T][B][onesWidth] ones that sum vector params' gradients over the rows
   int64_t maskKeyBytes = 0; // dropout, zoneout: the masks' key and mode forward keeps for backward (4 words)
   int64_t droppedElements = 0;     // dropped params (DropConnect): made in the workspace by forward

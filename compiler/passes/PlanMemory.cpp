@@ -121,6 +121,8 @@ private:
   void trace();
   void traceLaunch(const Kernel &k, int stage, int at);
   void traceInitialStateGradients(int at);
+  /// Whether value `id` is zero at every step up to `last` (< 0), before the first.
+  bool zeroBefore(NodeId id, int64_t last) const;
   void read(const std::optional<Load> &l, int stage, int at, bool backward);
   void write(int buffer, int stage, int at);
   void keepSteps();
@@ -192,7 +194,12 @@ void MemoryPlanner::markStored() {
   for (const GraphPort &p : g_.grads.inputs) mark(p.value);
   std::vector<bool> pinned(g_.nodes.size(), false); // ports and what the initial-state gradients read
   for (const auto &[name, id] : g_.grads.states)
-    for (const Edge &e : g_.node(id).inputs) {
+    for (size_t i = 0; i < g_.node(id).inputs.size(); ++i) {
+      const Edge &e = g_.node(id).inputs[i];
+      if (isMap(g_.node(id).op) && zeroBefore(e.src, -1 - e.delay)) { // steps -k - delay .. -1 - delay
+        m_.initialZeros.push_back({id, i});
+        continue;
+      }
       mark(e);
       pinned[e.src] = true;
     }
@@ -372,6 +379,17 @@ void MemoryPlanner::traceLaunch(const Kernel &k, int stage, int at) {
   }
 }
 
+bool MemoryPlanner::zeroBefore(NodeId id, int64_t last) const {
+  if (id == kNoNode || last >= 0) return false;
+  const Node &n = g_.node(id);
+  if (!n.backward) return false; // a forward state's padding holds its initial value
+  if (n.op != Op::Input || n.name.rfind("grad.final.", 0) != 0) return true;
+  // A final state's seed fills its last `depth` steps, which reach before
+  // the first when T < depth: zero for every T >= 1 at steps up to -depth.
+  auto depth = depths_.find(n.name.substr(std::string("grad.final.").size()));
+  return depth != depths_.end() && last <= -depth->second;
+}
+
 void MemoryPlanner::traceInitialStateGradients(int at) {
   for (const auto &[state, buffer] : m_.initialStateGradients) {
     const NodeId id = m_.buffers[buffer].node;
@@ -383,12 +401,15 @@ void MemoryPlanner::traceInitialStateGradients(int at) {
       continue;
     }
     if (opKind(n.op) != OpKind::Gemm && !isMap(n.op)) continue; // the kernel IR refuses it
-    for (const Edge &e : n.inputs) padFor(m_.bufferOf[e.src], e.delay, depths_.at(state)); // steps -k .. -1
+    const int64_t depth = depths_.at(state);
     size_t operands = opKind(n.op) == OpKind::Gemm ? std::min<size_t>(2, n.inputs.size()) : n.inputs.size();
-    for (size_t i = 0; i < operands; ++i) {
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      if (std::count(m_.initialZeros.begin(), m_.initialZeros.end(), std::pair<NodeId, size_t>(id, i))) continue;
+      padFor(m_.bufferOf[n.inputs[i].src], n.inputs[i].delay, depth); // steps -k .. -1
+      if (i >= operands) continue;
       std::optional<Load> l = load(n.inputs[i]);
       read(l, -1, at, true);
-      if (l) a_.initialReads[l->buffer].push_back({l->delay, depths_.at(state)});
+      if (l) a_.initialReads[l->buffer].push_back({l->delay, depth});
     }
     write(buffer, -1, at);
   }
