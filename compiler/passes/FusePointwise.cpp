@@ -15,6 +15,11 @@
 // hoisted GEMM, the 1 - s factors of BPTT). Its inputs are all time-parallel,
 // so they are ready before the loop starts. Nothing sinks into a loop that
 // runs as a scan: its step then holds only what depends on its state.
+// Then the mirror image: elementwise work whose every input comes from one
+// loop at the same step (leaves and, for backward work, forward values
+// aside) rises into that loop (producers first), so what the loop writes
+// for it stays a local instead of a buffer of every step (a GRU's gate
+// gradients padded to 3H and summed for W_ih's products).
 #include "passes/FusePointwise.h"
 
 #include "ir/Order.h"
@@ -53,6 +58,28 @@ std::vector<int> loopsAfterSinking(const Graph &g, const TimeClasses &time, cons
       bool sequential = l >= 0 && (static_cast<size_t>(l) >= plans.size() || plans[l] == LoopPlan::Sequential);
       bool ok = sequential && g.node(user).inputs[slot].delay == 0 && g.node(user).backward == n.backward &&
                 (target == -2 || target == l);
+      target = ok ? l : -1;
+      if (!ok) break;
+    }
+    if (target >= 0) loop[id] = target;
+  }
+  // Rising, producers first: elementwise work after a loop whose every input
+  // is that loop's at the same step (or a leaf, or, for backward work, a
+  // forward value: all ready before the loop) joins it. Its inputs then need
+  // not be kept for every step (a GRU's gate gradients, padded and summed).
+  for (NodeId id : order) {
+    const Node &n = g.node(id);
+    OpKind kind = opKind(n.op);
+    bool elementwise = kind == OpKind::Pointwise || (kind == OpKind::Layout && n.op != Op::SoftmaxMinusOneHot);
+    if (loop[id] >= 0 || n.dead || !elementwise) continue;
+    int target = -2;
+    for (const Edge &e : n.inputs) {
+      const Node &in = g.node(e.src);
+      if (opKind(in.op) == OpKind::Leaf || (n.backward && !in.backward)) continue;
+      int l = loop[e.src];
+      bool sequential = l >= 0 && (static_cast<size_t>(l) >= plans.size() || plans[l] == LoopPlan::Sequential);
+      bool ok = sequential && e.delay == 0 && in.backward == n.backward && opKind(in.op) != OpKind::Gemm &&
+                opKind(in.op) != OpKind::Accumulate && (target == -2 || target == l);
       target = ok ? l : -1;
       if (!ok) break;
     }

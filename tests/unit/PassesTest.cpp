@@ -814,9 +814,9 @@ TEST_CASE("schedule: stacked layers keep one stream", "[passes][schedule]") {
 TEST_CASE("schedule: work after a loop continues the loop's stream", "[passes][schedule]") {
   auto r = compiled(kDims + "cell P(x: [I]) -> h, y {\n"
                             "  param W: [H, I]\n"
-                            "  param U: [H, H]\n"
+                            "  param U, V: [H, H]\n"
                             "  h = tanh(W @ x + U @ h[t-1])\n"
-                            "  y = sigmoid(h) * 2\n"
+                            "  y = sigmoid(V @ h) * 2\n"
                             "}\n");
   const Schedule &s = r->c.schedule;
   REQUIRE(s.stages.size() == 3);

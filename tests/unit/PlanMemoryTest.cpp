@@ -195,6 +195,32 @@ TEST_CASE("plan-memory: a value only its loop reads k steps back keeps a ring of
   CHECK(planned(kRing, Backward::All)->of("a").saved);
 }
 
+TEST_CASE("plan-memory: gate gradients summed after the loop rise into it and keep one step", "[passes][memory]") {
+  // The GRU's backward loop writes the three gate gradients; W_ih's products
+  // read them padded to 3H and summed. That sum reads only the loop's values
+  // at the same step, so fuse-pointwise puts it in the loop's kernel: the
+  // padded pieces stay one step's rows, only the sum keeps every step.
+  auto r = planned(test::kGruSource, Backward::Training);
+  const Graph &g = r->c.graph;
+  int pads = 0, sums = 0;
+  for (const WorkspaceBuffer &b : r->m().buffers) {
+    if (b.node == kNoNode || !g.node(b.node).backward) continue;
+    const Node &n = g.node(b.node);
+    if (n.op == Op::Pad) {
+      CHECK(b.stepLocal);
+      ++pads;
+    }
+    if (n.op == Op::Add && n.width == 24 && bufferSteps(b) == "T") ++sums; // the gate gradients of W_ih and W_hh
+  }
+  CHECK(pads >= 2);
+  CHECK(sums == 2);
+  // No time-parallel kernel is left after the loop but the library calls and the bias sums.
+  for (const Stage &s : r->c.schedule.stages)
+    if (s.backward && !s.loop)
+      for (const Kernel &k : s.kernels)
+        for (NodeId id : k.nodes) CHECK(opKind(g.node(id).op) != OpKind::Layout);
+}
+
 TEST_CASE("plan-memory: a loop run in parallel over time keeps every step and has its scratch", "[passes][memory]") {
   // minGRU's loop is a scan: k = 1 state of n = 8 per element; per chunk its
   // A and b (n·(k·k + k)) and its carry (n·k).

@@ -144,19 +144,6 @@ std::string indRnn(const std::string &act) {
          "}\n";
 }
 
-const std::string kGru = "dim I = 4\ndim H = 8\n"
-                         "cell GRU(x: [I]) -> h {\n"
-                         "  param W_ih: [3*H, I]\n"
-                         "  param W_hh: [3*H, H]\n"
-                         "  param b_ih, b_hh: [3*H]\n"
-                         "  xr, xz, xn = split(W_ih @ x + b_ih, 3)\n"
-                         "  hr, hz, hn = split(W_hh @ h[t-1] + b_hh, 3)\n"
-                         "  r = sigmoid(xr + hr)\n"
-                         "  z = sigmoid(xz + hz)\n"
-                         "  n = tanh(xn + r * hn)\n"
-                         "  h = (1 - z) * n + z * h[t-1]\n"
-                         "}\n";
-
 /// A cell over h of width 8 whose update is `update` (x: [8], params a, b: [8]).
 std::string cellWith(const std::string &update) {
   return "dim H = 8\n"
@@ -200,7 +187,7 @@ TEST_CASE("recurrence: a GEMM over the state makes LSTM, GRU and Elman dense and
   auto lstm = classified(test::kLstmSource);
   REQUIRE(lstm->classes.size() == 1);
   checkClass(lstm->over({"c", "h"}), kNonlinear, kDense, kSequential);
-  checkClass(only(kGru), kNonlinear, kDense, kSequential);
+  checkClass(only(test::kGruSource), kNonlinear, kDense, kSequential);
   checkClass(only(cellWith("param U: [H, H]\n  h = tanh(U @ h[t-1] + x)")), kNonlinear, kDense, kSequential);
   // Linear but dense: a scan would multiply H x H matrices; it stays sequential.
   checkClass(only(cellWith("param U: [H, H]\n  h = U @ h[t-1] + x")), kAffine, kDense, kSequential);

@@ -445,14 +445,24 @@ std::vector<std::string> violations(const Compilation &c, size_t loweredLive, in
       for (NodeId id : st.nodes) {
         if (id >= g.nodes.size()) continue;
         // Time-parallel elementwise work may sink into the one loop that reads
-        // it, at the same step (fuse-pointwise): every reader is in that stage.
-        bool sunk = st.loop && !c.time.recurrent(id);
-        if (sunk) {
-          OpKind kind = opKind(g.node(id).op);
-          if (kind != OpKind::Pointwise && kind != OpKind::Layout) bad(fmt::format("%{}: a sunk {}", id, opMnemonic(g.node(id).op)));
+        // it, at the same step (fuse-pointwise): every reader is in that
+        // stage; or rise into the one loop it reads: every input is in that
+        // stage at the same step, a leaf, or (for backward work) forward.
+        bool joined = st.loop && !c.time.recurrent(id);
+        if (joined) {
+          const Node &n = g.node(id);
+          OpKind kind = opKind(n.op);
+          if (kind != OpKind::Pointwise && kind != OpKind::Layout) bad(fmt::format("%{}: a sunk {}", id, opMnemonic(n.op)));
+          std::string sunk, risen;
           for (auto [user, slot] : users[id])
             if (stageOfNode[user] != stageOfNode[id] || g.node(user).inputs[slot].delay != 0)
-              bad(fmt::format("%{}: sunk into a loop, but %{} reads it elsewhere", id, user));
+              sunk = fmt::format("%{} reads it elsewhere", user);
+          for (const Edge &e : n.inputs) {
+            const Node &in = g.node(e.src);
+            if (opKind(in.op) == OpKind::Leaf || (n.backward && !in.backward)) continue;
+            if (stageOfNode[e.src] != stageOfNode[id] || e.delay != 0) risen = fmt::format("it reads %{} elsewhere", e.src);
+          }
+          if (!sunk.empty() && !risen.empty()) bad(fmt::format("%{}: joined a loop, but {} and {}", id, sunk, risen));
           continue;
         }
         if (st.loop != c.time.recurrent(id)) bad(fmt::format("%{}: recurrent {} in a {} stage", id, c.time.recurrent(id), st.loop ? "loop" : "parallel"));

@@ -26,6 +26,20 @@ inline const std::string kLstmSource = "dim I = 64\ndim H = 128\n"
                                        "  h = sigmoid(o) * tanh(c)\n"
                                        "}\n";
 
+/// torch.nn.GRU's cell (samples/gru.rnn) at I = 4, H = 8.
+inline const std::string kGruSource = "dim I = 4\ndim H = 8\n"
+                                      "cell GRU(x: [I]) -> h {\n"
+                                      "  param W_ih: [3*H, I]\n"
+                                      "  param W_hh: [3*H, H]\n"
+                                      "  param b_ih, b_hh: [3*H]\n"
+                                      "  xr, xz, xn = split(W_ih @ x + b_ih, 3)\n"
+                                      "  hr, hz, hn = split(W_hh @ h[t-1] + b_hh, 3)\n"
+                                      "  r = sigmoid(xr + hr)\n"
+                                      "  z = sigmoid(xz + hz)\n"
+                                      "  n = tanh(xn + r * hn)\n"
+                                      "  h = (1 - z) * n + z * h[t-1]\n"
+                                      "}\n";
+
 inline std::unique_ptr<FrontendResult> frontend(const std::string &text, std::vector<DimOverride> dims = {}) {
   FrontendOptions o;
   o.capture = true;
