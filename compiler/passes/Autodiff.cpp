@@ -223,7 +223,7 @@ bool Differentiator::run(const Objective &objective, DiagnosticEngine &diags) {
       if (g_.node(id).isIndex) continue;
       const int64_t width = g_.node(id).width;
       const std::vector<SourceRange> locs = g_.node(id).locs;
-      NodeId seed = b_.add({Op::Input, width, false, {}, {}, 0, 0, "grad.final." + name, locs, false, true});
+      NodeId seed = b_.add({Op::Input, width, false, {}, {}, 0, 0, kFinalSeedPrefix + name, locs, false, true});
       g_.grads.seeds.push_back({"final." + name, Edge(seed), locs.front()});
       seeds.push_back({Edge(id), seed});
     }

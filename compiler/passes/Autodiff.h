@@ -15,6 +15,9 @@
 
 namespace rnnc {
 
+/// The name of a final state's seed is this prefix and the state's name.
+inline const std::string kFinalSeedPrefix = "grad.final.";
+
 /// What the objective is: L = sum over steps and sequences of <y, dy> for the
 /// outputs named, plus the loss (a mean over steps and sequences) if asked.
 struct Objective {

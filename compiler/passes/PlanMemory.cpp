@@ -40,6 +40,7 @@
 //    figures.
 #include "passes/PlanMemory.h"
 
+#include "passes/Autodiff.h"
 #include "passes/FusePointwise.h"
 
 #include <algorithm>
@@ -383,10 +384,10 @@ bool MemoryPlanner::zeroBefore(NodeId id, int64_t last) const {
   if (id == kNoNode || last >= 0) return false;
   const Node &n = g_.node(id);
   if (!n.backward) return false; // a forward state's padding holds its initial value
-  if (n.op != Op::Input || n.name.rfind("grad.final.", 0) != 0) return true;
+  if (n.op != Op::Input || n.name.rfind(kFinalSeedPrefix, 0) != 0) return true;
   // A final state's seed fills its last `depth` steps, which reach before
   // the first when T < depth: zero for every T >= 1 at steps up to -depth.
-  auto depth = depths_.find(n.name.substr(std::string("grad.final.").size()));
+  auto depth = depths_.find(n.name.substr(kFinalSeedPrefix.size()));
   return depth != depths_.end() && last <= -depth->second;
 }
 
