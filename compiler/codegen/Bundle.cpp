@@ -71,7 +71,12 @@ std::string abiTable(const Program &p, Target target) {
   w.open("extern \"C\" const rnnc_model *rnnc_model_{}(void) {{", id);
   w.line("// The lines follow the groups of rnnc_model's fields.").line("// clang-format off");
   w.open("static const rnnc_model model = {{").indent();
-  w.line("RNNC_ABI_VERSION, {}, \"{}\", sizeof(real),", quoted(p.name), kHashPlaceholder);
+  if (isHalf(p.dtype))
+    w.line("RNNC_ABI_VERSION, {}, \"{}\", sizeof(store), RNNC_DTYPE_{},", quoted(p.name), kHashPlaceholder,
+           p.dtype == DType::BF16 ? "BF16" : "F16");
+  else
+    w.line("RNNC_ABI_VERSION, {}, \"{}\", sizeof(real), sizeof(real) == 8 ? RNNC_DTYPE_F64 : RNNC_DTYPE_F32,",
+           quoted(p.name), kHashPlaceholder);
   w.line("{}, {}, kParams,", p.paramElements, p.params.size());
   w.line("{}, kInputs, {}, kOutputs, {}, kStates, {},", p.inputs.size(), p.outputs.size(), p.states.size(),
          p.hasLoss ? 1 : 0);

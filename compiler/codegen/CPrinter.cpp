@@ -54,7 +54,7 @@ std::string CPrinter::rowOffset(const Buffer &b, int32_t delay, const std::strin
   return b.width == 1 ? r : fmt::format("{} * {}", r, b.width);
 }
 
-const char *CPrinter::elementType(const Buffer &b) { return b.index ? "int32_t" : "real"; }
+const char *CPrinter::elementType(const Buffer &b) { return b.index ? "int32_t" : b.half ? "store" : "real"; }
 
 
 std::string CPrinter::rowPointer(int buffer, int32_t delay) const {
@@ -86,9 +86,10 @@ std::string CPrinter::operand(const Operand &o, const std::string &index) const 
     return fmt::format("({} < ws.lengths[{} % B] ? {} : real(0))", step, row_,
                        o.weighted ? "ws.loss_weight[0]" : "real(1)");
   }
-  case Operand::Kind::Param:
-    if (o.scalar) return fmt::format("P[{}]", o.paramOffset);
-    return fmt::format("P[{} + {}]", o.paramOffset, index);
+  case Operand::Kind::Param: { // a 16-bit param converts to real where it is read
+    std::string at = o.scalar ? fmt::format("P[{}]", o.paramOffset) : fmt::format("P[{} + {}]", o.paramOffset, index);
+    return isHalf(p_.dtype) ? "real(" + at + ")" : at;
+  }
   case Operand::Kind::Load: {
     auto substitute = substitutes_.find({o.buffer, o.delay});
     if (substitute != substitutes_.end()) return substitute->second;
@@ -96,6 +97,7 @@ std::string CPrinter::operand(const Operand &o, const std::string &index) const 
     std::string at = o.scalar || index == "0" ? std::to_string(o.shift)
                      : o.shift == 0           ? index
                                               : fmt::format("{} {} {}", index, o.shift > 0 ? '+' : '-', std::abs(o.shift));
+    if (p_.buffers[o.buffer].half) return fmt::format("real({}[{}])", rowPointer(o.buffer, o.delay), at);
     return fmt::format("{}[{}]", rowPointer(o.buffer, o.delay), at);
   }
   }

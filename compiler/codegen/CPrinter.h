@@ -34,8 +34,10 @@ public:
   /// code uses it too, for library calls).
   static std::string rowOffset(const Buffer &b, int32_t delay, const std::string &row);
 
-protected:
+  /// A workspace buffer's element type: int32_t, store (16 bits) or real.
   static const char *elementType(const Buffer &b);
+
+protected:
   /// The row pointer of buffer b read with `delay` ("c_7_prev").
   std::string rowPointer(int buffer, int32_t delay) const;
   /// Element `index` of an operand ("c_7_prev[i]", "P[1024 + i]", "v3").

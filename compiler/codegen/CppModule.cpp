@@ -47,6 +47,9 @@ public:
     w.line("std::fill_n(G, {}, real(0));", p_.paramElements);
     if (p_.droppedGrads) w.line("std::fill_n(ws.dropped_grad, {}, real(0));", p_.droppedElements);
   }
+  void roundGradients(Writer &w) const override {
+    w.line("std::copy_n(G, {}, static_cast<store *>(param_grads));", p_.paramElements);
+  }
   void stages(Writer &w, bool backward) override;
   void packPanels(Writer &w, bool backward) const;
   std::string launch(const KernelIR &k, const std::string &rows) const override {
@@ -64,8 +67,9 @@ public:
     w.line("(void)stream; // the CPU runs on the calling thread");
   }
   void lossInto(Writer &w, const Buffer *b) const override {
-    if (b) w.line("*static_cast<real *>(loss) = static_cast<real>(mean_of(ws.{} + {} * B, T * B));", b->name, b->padBefore);
-    else w.line("*static_cast<real *>(loss) = 0;");
+    const char *type = portType(p_);
+    if (b) w.line("*static_cast<{0} *>(loss) = static_cast<{0}>(mean_of(ws.{1} + {2} * B, T * B));", type, b->name, b->padBefore);
+    else w.line("*static_cast<{} *>(loss) = 0;", type);
   }
   void lossMean(Writer &w, const Buffer &b) const override {
     w.line("return mean_of(ws.{} + {} * B, T * B);", b.name, b.padBefore);
@@ -79,12 +83,23 @@ private:
 void CpuHost::header(Writer &w) {
   w.line("// Build: c++ -std=c++17 -O3 -fopenmp $(rnnc --print-cflags) -c this file; link OpenBLAS.");
   w.line("// Arrays are time-major; see runtime/include/rnnc/model.h for the ABI.");
-  w.line("#include \"rnnc/cpu.h\"").line("#include \"rnnc/model.h\"").blank();
+  if (p_.dtype == DType::F64) w.line("#ifndef RNNC_REAL_DOUBLE").line("#define RNNC_REAL_DOUBLE // --dtype f64").line("#endif");
+  w.line("#include \"rnnc/cpu.h\"");
+  if (isHalf(p_.dtype)) w.line("#include \"rnnc/half.h\"");
+  w.line("#include \"rnnc/model.h\"").blank();
   w.line("#include <algorithm>").line("#include <cmath>").line("#include <cstdint>").blank();
 }
 
 void CpuHost::definitions(Writer &w) {
-  w.line("#ifdef RNNC_REAL_DOUBLE").line("using real = double;").line("#else").line("using real = float;").line("#endif");
+  if (isHalf(p_.dtype)) {
+    const char *name = dtypeName(p_.dtype);
+    w.line("// --dtype {}: params, ports and the values kept for every step are stored in {}", name, name);
+    w.line("// (store), computed in float (real); docs/precision.md says which stay float.");
+    w.line("#ifdef RNNC_REAL_DOUBLE").line("#error \"a --dtype {} bundle computes in float\"", name).line("#endif");
+    w.line("using real = float;").line("using store = rnnc::{};", name);
+  } else {
+    w.line("#ifdef RNNC_REAL_DOUBLE").line("using real = double;").line("#else").line("using real = float;").line("#endif");
+  }
   w.line("using namespace rnnc::cpu;").blank();
   w.line("// Element-ops in a launch worth a thread team (-DRNNC_PARALLEL_WORK=N to tune). Below it a launch");
   w.line("// runs its rows on the calling thread without entering OpenMP: a parallel region costs about");
@@ -96,6 +111,11 @@ void CpuHost::definitions(Writer &w) {
     members.push_back(fmt::format("real *panels; // [{}]: the products' weights, packed by each call (rnnc/panels.h)",
                                   p_.panelElements));
     takes.push_back(fmt::format("ws->panels = c.take_fixed<real>({});", p_.panelElements));
+  }
+  if (isHalf(p_.dtype) && p_.hasBackward) {
+    members.push_back(fmt::format("real *grads; // [{}]: the params' gradients, summed in real (rounded into param_grads)",
+                                  p_.paramElements));
+    takes.push_back(fmt::format("ws->grads = c.take_fixed<real>({});", p_.paramElements));
   }
   if (p_.packWidth) {
     members.push_back(fmt::format("real *packed; // [min(T·B, {})][{}]: running rows packed for a product (--lengths)",

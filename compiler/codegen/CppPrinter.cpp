@@ -35,9 +35,9 @@ std::string CppPrinter::math(const char *name) const {
   return "std::" + n;
 }
 
-static std::string signature(const KernelIR &k, bool usesP, bool usesG) {
-  return fmt::format("static void {}(const Workspace &ws, const real *{}, real *{}, int64_t B, int64_t r0, int64_t r1) {{\n",
-                     k.name, usesP ? "P" : "/*P*/", usesG ? "G" : "/*G*/");
+static std::string signature(const Program &p, const KernelIR &k, bool usesP, bool usesG) {
+  return fmt::format("static void {}(const Workspace &ws, const {} *{}, real *{}, int64_t B, int64_t r0, int64_t r1) {{\n",
+                     k.name, portType(p), usesP ? "P" : "/*P*/", usesG ? "G" : "/*G*/");
 }
 
 std::string CppPrinter::fusedKernel(const KernelIR &k) {
@@ -52,7 +52,7 @@ std::string CppPrinter::fusedKernel(const KernelIR &k) {
       for (const Operand &o : in.args) usesP |= o.kind == Operand::Kind::Param;
     }
   }
-  std::string out = signature(k, usesP, false);
+  std::string out = signature(p_, k, usesP, false);
   bool team = rowsInParallel(k);
   out += team ? "  auto row = [&](int64_t r) {\n" : "  for (int64_t r = r0; r < r1; ++r) {\n";
   for (auto [buffer, delay] : pointers) {
@@ -87,7 +87,7 @@ static std::string rowZero(const Buffer &b, int32_t delay) {
 /// A weight's gradient on `m` rows of d (the product's output gradients) and x
 /// (its inputs): rnnc/panels.h's weight_gradient, G += Σ_r d[r]ᵀ x[r].
 static std::string weightGradient(const KernelIR &k, const std::string &m, const std::string &d, const std::string &x) {
-  return fmt::format("weight_gradient<real>({}, {}, {}, {}, {}, {}{})", k.rows, k.cols, m, d, x,
+  return fmt::format("weight_gradient({}, {}, {}, {}, {}, {}{})", k.rows, k.cols, m, d, x,
                      k.dropped ? "ws.dropped_grad + " : "G + ", k.paramOffset);
 }
 
@@ -99,19 +99,19 @@ std::string CppPrinter::packedLibraryKernel(const KernelIR &k) {
   const bool product = k.kind != KernelIR::Kind::GradMatrix;
   const Buffer &other = p_.buffers[product ? k.out : k.b];
   RNNC_ASSERT(!product || k.panelOffset >= 0, "plan-memory gives every product panels");
-  std::string out = signature(k, false, !product && !k.dropped);
+  std::string out = signature(p_, k, false, !product && !k.dropped);
   out += fmt::format("  {}{}\n", gemmCall(p_, k).comment,
                      product ? fmt::format(", packed in ws.panels[{}..]", k.panelOffset) : "");
   out += fmt::format("  // Only the rows of sequences still running, up to {} at a time (docs/lengths.md).\n",
                      MemoryPlan::kPackedRows);
   if (product)
-    out += fmt::format("  packed_product(ws.lengths, B, r0, r1, {}, {}, {}, {}, {}, ws.packed, [&](int64_t n, const real *x, "
-                       "real *y) {{ {}; }});\n",
+    out += fmt::format("  packed_product(ws.lengths, B, r0, r1, {}, {}, {}, {}, {}, ws.packed, [&](int64_t n, const auto *x, "
+                       "auto *y) {{ {}; }});\n",
                        MemoryPlan::kPackedRows, rowZero(a, k.aDelay), a.width, rowZero(other, 0), other.width,
                        panelProduct(k, "n", "x", "y"));
   else
-    out += fmt::format("  packed_gradient(ws.lengths, B, r0, r1, {}, {}, {}, {}, {}, ws.packed, [&](int64_t n, const real *d, "
-                       "const real *x) {{ {}; }});\n",
+    out += fmt::format("  packed_gradient(ws.lengths, B, r0, r1, {}, {}, {}, {}, {}, ws.packed, [&](int64_t n, const auto *d, "
+                       "const auto *x) {{ {}; }});\n",
                        MemoryPlan::kPackedRows, rowZero(a, k.aDelay), a.width, rowZero(other, k.bDelay), other.width,
                        weightGradient(k, "n", "d", "x"));
   return out + "}\n";
@@ -133,7 +133,7 @@ std::string CppPrinter::libraryKernel(const KernelIR &k) {
   // A product reads its weight from the panels, never P; a dropped param's
   // gradient is the workspace's, not G.
   const bool product = k.kind == KernelIR::Kind::Gemm || k.kind == KernelIR::Kind::GemmT;
-  std::string out = signature(k, false, !product && !k.dropped);
+  std::string out = signature(p_, k, false, !product && !k.dropped);
   std::string body;
   switch (k.kind) {
   case KernelIR::Kind::Gemm:
@@ -147,14 +147,14 @@ std::string CppPrinter::libraryKernel(const KernelIR &k) {
     body = fmt::format("{}{};\n", in, weightGradient(k, to + " - " + from, at(k.a, k.aDelay), at(k.b, k.bDelay)));
     break;
   case KernelIR::Kind::GradVector:
-    body += fmt::format("{}const real *d = {};\n", in, at(k.a, k.aDelay));
+    body += fmt::format("{}const {} *d = {};\n", in, CPrinter::elementType(p_.buffers[k.a]), at(k.a, k.aDelay));
     body += fmt::format("{}real *g = G + {};\n", in, k.paramOffset);
     body += fmt::format("{}for (int64_t r = 0; r < {} - {}; ++r)\n", in, to, from);
     body += fmt::format("{}  for (int64_t i = 0; i < {}; ++i) g[{}] += d[r * {} + i];\n", in, k.cols,
                         k.rows == 1 ? "0" : "i", k.cols);
     break;
   case KernelIR::Kind::GradEmbed:
-    body += fmt::format("{}const real *d = {};\n", in, at(k.a, k.aDelay));
+    body += fmt::format("{}const {} *d = {};\n", in, CPrinter::elementType(p_.buffers[k.a]), at(k.a, k.aDelay));
     body += fmt::format("{}const int32_t *row = {};\n", in, at(k.b, k.bDelay));
     body += fmt::format("{}real *g = G + {};\n", in, k.paramOffset);
     body += fmt::format("{}for (int64_t r = 0; r < {} - {}; ++r)\n", in, to, from);
@@ -170,8 +170,8 @@ std::string CppPrinter::libraryKernel(const KernelIR &k) {
   std::string stopped = "[](int64_t, int64_t) {}";
   if (product) {
     const Buffer &o = p_.buffers[k.out];
-    stopped = fmt::format("[&](int64_t q0, int64_t q1) {{ std::fill_n(ws.{} + {}, (q1 - q0) * {}, real(0)); }}", o.name,
-                          CPrinter::rowOffset(o, 0, "q0"), o.width);
+    stopped = fmt::format("[&](int64_t q0, int64_t q1) {{ std::fill_n(ws.{} + {}, (q1 - q0) * {}, {}(0)); }}", o.name,
+                          CPrinter::rowOffset(o, 0, "q0"), o.width, CPrinter::elementType(o));
   }
   out += "  // Only the rows of sequences still running (docs/lengths.md).\n";
   out += "  running_spans(ws.lengths, B, r0, r1, [&](int64_t q0, int64_t q1) {\n" + body + "  }, " + stopped + ");\n";

@@ -314,7 +314,8 @@ std::string CppScanPrinter::stageFunction(const StageIR &s, int index) {
   w.line("// Per element, the state ({}) after a step is A_t times the state before it plus b_t;", names);
   w.line("{}", newton ? "// A_t is the step's derivative at a guess (rnnc's tangent of the step)."
                       : "// A_t and b_t are the step's derivative and value at a zero state (rnnc's tangent of the step).");
-  w.open("static void {}(const Workspace &ws, const real *P, real *G, int64_t T, int64_t B) {{", functionName(s, index));
+  w.open("static void {}(const Workspace &ws, const {} *P, real *G, int64_t T, int64_t B) {{", functionName(s, index),
+         portType(p_));
   w.line("const int64_t chunks = scan_chunks(T, B * {}, {}, {});", scan.width * static_cast<int64_t>(scan.states.size()),
          scan.iterations, scan.guarded);
   w.open("if (chunks < 2) {{");

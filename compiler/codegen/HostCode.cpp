@@ -14,7 +14,7 @@ std::string rowsOf(const Buffer &b) { return bufferRows(b); }
 
 namespace {
 
-const char *typeOf(const Buffer &b) { return b.index ? "int32_t" : "real"; }
+const char *typeOf(const Buffer &b) { return CPrinter::elementType(b); }
 
 class HostPrinter {
 public:
@@ -22,6 +22,8 @@ public:
   std::string print();
 
 private:
+  /// The element type of b's port arrays (the caller's, not the workspace's).
+  const char *port(const Buffer &b) const { return b.index ? "int32_t" : portType(p_); }
   void forward();
   void backward();
   void readers();
@@ -64,7 +66,7 @@ void HostPrinter::forward() {
   w_.open("            const rnnc_run_options *options, void *stream) {{");
   t_.enter(w_);
   w_.line("Workspace ws;").line("if (!layout(T, B, mem, &ws)) return fail_too_large(T, B);");
-  w_.line("const real *P = static_cast<const real *>(params);").line("real *G = nullptr;");
+  w_.line("const {0} *P = static_cast<const {0} *>(params);", portType(p_)).line("real *G = nullptr;");
   t_.context(w_, false);
   if (p_.hasMasks) {
     w_.line("// The masks' key and mode, kept in the workspace for backward to draw the same masks.");
@@ -98,14 +100,14 @@ void HostPrinter::results() {
     const Buffer &b = p_.buffers[o.buffer];
     guarded(fmt::format("outputs && outputs[{}]", k),
             t_.rows(fmt::format("read_rows(ws.{}, {}, T, B, {}, static_cast<{} *>(outputs[{}])", b.name,
-                                b.padBefore - o.delay, b.width, typeOf(b), k)));
+                                b.padBefore - o.delay, b.width, port(b), k)));
   }
   for (size_t k = 0; k < p_.states.size(); ++k) {
     const PortIR &s = p_.states[k];
     const Buffer &b = p_.buffers[s.buffer];
     guarded(fmt::format("final_states && final_states[{}]", k),
             t_.rows(fmt::format("read_rows(ws.{}, {} + T - {}, {}, B, {}, static_cast<{} *>(final_states[{}])", b.name,
-                                b.padBefore, s.depth, s.depth, b.width, typeOf(b), k)));
+                                b.padBefore, s.depth, s.depth, b.width, port(b), k)));
   }
   w_.line("if (loss)").indent();
   t_.lossInto(w_, p_.lossBuffer >= 0 ? &p_.buffers[p_.lossBuffer] : nullptr);
@@ -124,7 +126,11 @@ void HostPrinter::backward() {
   }
   t_.enter(w_);
   w_.line("Workspace ws;").line("if (!layout(T, B, mem, &ws)) return fail_too_large(T, B);");
-  w_.line("const real *P = static_cast<const real *>(params);").line("real *G = static_cast<real *>(param_grads);");
+  w_.line("const {0} *P = static_cast<const {0} *>(params);", portType(p_));
+  if (isHalf(p_.dtype)) // summed in real, rounded once into param_grads at the end
+    w_.line("real *G = ws.grads;");
+  else
+    w_.line("real *G = static_cast<real *>(param_grads);");
   t_.context(w_, true);
   t_.clearGradients(w_);
   paddingClears(true);
@@ -139,6 +145,7 @@ void HostPrinter::backward() {
     t_.droppedParams(w_, true);
   }
   gradientReads();
+  if (isHalf(p_.dtype)) t_.roundGradients(w_);
   w_.line("return 0;").close();
 }
 
@@ -159,14 +166,14 @@ void HostPrinter::inputCopies() {
   for (size_t k = 0; k < p_.inputs.size(); ++k) {
     const Buffer &b = p_.buffers[p_.inputs[k].buffer];
     w_.line("{}", t_.rows(fmt::format("copy_rows(ws.{}, {}, static_cast<const {} *>(inputs[{}]), T, B, {}", b.name,
-                                      b.padBefore, typeOf(b), k, b.width)));
+                                      b.padBefore, port(b), k, b.width)));
   }
   for (size_t k = 0; k < p_.states.size(); ++k) {
     const PortIR &s = p_.states[k];
     const Buffer &b = p_.buffers[s.buffer];
     guarded(fmt::format("states && states[{}]", k),
             t_.rows(fmt::format("copy_rows(ws.{}, {}, static_cast<const {} *>(states[{}]), {}, B, {}", b.name,
-                                b.padBefore - s.depth, typeOf(b), k, s.depth, b.width)));
+                                b.padBefore - s.depth, port(b), k, s.depth, b.width)));
   }
 }
 
@@ -174,8 +181,8 @@ void HostPrinter::seedCopies() {
   for (size_t k = 0; k < p_.seeds.size(); ++k) {
     const Buffer &b = p_.buffers[p_.seeds[k].buffer];
     guarded(fmt::format("seeds && seeds[{}]", k),
-            t_.rows(fmt::format("copy_rows(ws.{}, {}, static_cast<const real *>(seeds[{}]), T, B, {}", b.name, b.padBefore,
-                                k, b.width)));
+            t_.rows(fmt::format("copy_rows(ws.{}, {}, static_cast<const {} *>(seeds[{}]), T, B, {}", b.name, b.padBefore,
+                                port(b), k, b.width)));
     w_.line("else").indent();
     w_.line("{}", t_.rows(fmt::format("clear_rows(ws.{}, {}, T, B, {}", b.name, b.padBefore, b.width))).dedent();
   }
@@ -189,7 +196,7 @@ void HostPrinter::stateSeedCopies() {
     while (p_.states[k].name != seed.name) ++k;
     const Buffer &b = p_.buffers[seed.buffer];
     w_.line("{}", t_.rows(fmt::format("clear_rows(ws.{}, {}, T, B, {}", b.name, b.padBefore, b.width)));
-    std::string src = fmt::format("static_cast<const real *>(state_seeds[{}])", k);
+    std::string src = fmt::format("static_cast<const {} *>(state_seeds[{}])", port(b), k);
     if (b.padBefore + 1 >= seed.depth) { // T >= 1 (the workspace refuses less): the rows fit
       std::string first = b.padBefore ? fmt::format("{} + T - {}", b.padBefore, seed.depth) : fmt::format("T - {}", seed.depth);
       guarded(fmt::format("state_seeds && state_seeds[{}]", k),
@@ -213,8 +220,8 @@ void HostPrinter::gradientReads() {
     const PortIR &g = p_.inputGrads[k];
     const Buffer &b = p_.buffers[g.buffer];
     guarded(fmt::format("input_grads && input_grads[{}]", k),
-            t_.rows(fmt::format("read_rows(ws.{}, {}, T, B, {}, static_cast<real *>(input_grads[{}])", b.name,
-                                b.padBefore - g.delay, b.width, k)));
+            t_.rows(fmt::format("read_rows(ws.{}, {}, T, B, {}, static_cast<{} *>(input_grads[{}])", b.name,
+                                b.padBefore - g.delay, b.width, port(b), k)));
   }
   for (size_t k = 0; k < p_.states.size(); ++k) {
     const PortIR &s = p_.states[k];
@@ -222,7 +229,7 @@ void HostPrinter::gradientReads() {
     const PortIR *g = nullptr;
     for (const PortIR &port : p_.stateGrads)
       if (port.name == s.name) g = &port;
-    std::string dst = fmt::format("static_cast<real *>(state_grads[{}])", k);
+    std::string dst = fmt::format("static_cast<{} *>(state_grads[{}])", portType(p_), k);
     w_.line("if (state_grads && state_grads[{}])", k).indent();
     if (!g) // the objective does not reach this state (or its gradient was not compiled): zeros
       w_.line("{}", t_.rows(fmt::format("clear_rows({}, 0, {}, B, {}", dst, s.depth, s.width)));
@@ -245,7 +252,7 @@ void HostPrinter::readers() {
     const Buffer &b = p_.buffers[o.buffer];
     w_.line("case {}:", k).indent();
     w_.line("{}", t_.rows(fmt::format("read_rows(ws.{}, {}, T, B, {}, static_cast<{} *>(out)", b.name,
-                                      b.padBefore - o.delay, b.width, typeOf(b)),
+                                      b.padBefore - o.delay, b.width, port(b)),
                           true));
     w_.line("break;").dedent();
   }
@@ -260,7 +267,7 @@ void HostPrinter::readers() {
     const Buffer &b = p_.buffers[s.buffer];
     w_.line("case {}:", k).indent();
     w_.line("{}", t_.rows(fmt::format("read_rows(ws.{}, {} + T - {}, {}, B, {}, static_cast<{} *>(out)", b.name,
-                                      b.padBefore, s.depth, s.depth, b.width, typeOf(b)),
+                                      b.padBefore, s.depth, s.depth, b.width, port(b)),
                           true));
     w_.line("break;").dedent();
   }

@@ -54,6 +54,8 @@ public:
   virtual void droppedParams(Writer &w, bool backward) const = 0;
   /// backward's zeroing of the param gradients, the dropped params' too (and what the GEMMs need).
   virtual void clearGradients(Writer &w) const = 0;
+  /// --dtype bf16|f16: G (summed in real) rounded into the caller's param_grads.
+  virtual void roundGradients(Writer &w) const { (void)w; }
   /// The stages of forward or backward, in schedule order.
   virtual void stages(Writer &w, bool backward) = 0;
   /// A launch of kernel k on `rows` from backward's body (the epilogue).

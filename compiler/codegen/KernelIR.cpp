@@ -482,6 +482,7 @@ bool ProgramBuilder::build(std::string &error) {
   p_.droppedGrads = m_.droppedGradElements > 0;
   p_.hasLengths = m_.lengths;
   p_.packWidth = m_.packWidth;
+  p_.dtype = c_.dtype;
   for (const GraphPort &seed : g_.grads.seeds) {
     if (seed.name == "loss") {
       p_.lossSeeded = true;

@@ -187,7 +187,12 @@ struct Program {
   bool hasLengths = false; // --lengths: the workspace keeps them and the loss's weight (Workspace::lengths)
   int64_t packWidth = 0;   // --lengths, CPU: MemoryPlan::packWidth (Workspace::packed)
   int64_t panelElements = 0; // CPU: MemoryPlan::panelElements (Workspace::panels)
+  DType dtype = DType::F32;  // --dtype: 16-bit buffers (Buffer::half) and ports are `store`, computed in `real`
 };
+
+/// What the bundle calls the element type of its params and ports: `store`
+/// when they are 16 bits wide, else `real`.
+inline const char *portType(const Program &p) { return isHalf(p.dtype) ? "store" : "real"; }
 
 /// Builds the kernel IR of a scheduled compilation whose memory is planned
 /// (c.memory), checking that its loads and stores fit the plan. Returns false

@@ -3,6 +3,7 @@
 // compiled engine, timed after warm-up, beside its -O0 build in one process;
 // with --forward-only, the forward-only build in evaluation mode, as a model is served.
 #include "driver/Command.h"
+#include "driver/Engine.h"
 
 #include "driver/Device.h"
 #include "driver/Task.h"
@@ -79,14 +80,21 @@ std::optional<Timing> timeModel(const rnnc_model &m, const Elaboration &e, int64
   }
   // Everything the model reads goes where it runs (on a GPU: device memory)
   // before the clock starts; a run ends when the device is done with it.
+  // Reals in the model's dtype (--dtype bf16|f16: 2 bytes, rounded from these floats).
   rt::ModelMemory mem(m);
   void *ws = mem.alloc(t.workspaceBytes);
-  std::vector<float> grads(forwardOnly ? 1 : params.size());
-  const void *dParams = mem.in(params.data(), static_cast<int64_t>(params.size()) * 4);
-  void *dGrads = mem.mirror(grads.data(), static_cast<int64_t>(grads.size()) * 4);
+  const int64_t rb = m.real_bytes;
+  std::vector<char> grads(static_cast<size_t>(forwardOnly ? rb : static_cast<int64_t>(params.size()) * rb));
+  const std::vector<char> stored = storedReals(m, params.data(), static_cast<int64_t>(params.size()));
+  const void *dParams = mem.in(stored.data(), static_cast<int64_t>(stored.size()));
+  void *dGrads = mem.mirror(grads.data(), static_cast<int64_t>(grads.size()));
+  std::vector<std::vector<char>> storedDense;
+  auto real = [&](const void *v, int64_t n) {
+    return mem.in(storedDense.emplace_back(storedReals(m, static_cast<const float *>(v), n)).data(), n * rb);
+  };
   for (int32_t k = 0; k < m.n_inputs; ++k)
-    inputs[k] = mem.in(inputs[k], T * B * (m.inputs[k].is_index ? 1 : m.inputs[k].shape[0]) * 4);
-  for (int32_t k = 0; k < (forwardOnly ? 0 : m.n_seeds); ++k) seeds[k] = mem.in(seeds[k], T * B * m.seeds[k].shape[0] * 4);
+    inputs[k] = m.inputs[k].is_index ? mem.in(inputs[k], T * B * 4) : real(inputs[k], T * B * m.inputs[k].shape[0]);
+  for (int32_t k = 0; k < (forwardOnly ? 0 : m.n_seeds); ++k) seeds[k] = real(seeds[k], T * B * m.seeds[k].shape[0]);
   if (!ws || !dParams || !dGrads || !mem.error().empty()) {
     fmt::print(stderr, "rnnc: error: {}\n", mem.error());
     return std::nullopt;

@@ -22,6 +22,10 @@ void addCommon(CLI::App &cmd, CommonOptions &o) {
       ->check(CLI::IsMember({"off", "scan", "newton", "auto"}));
   cmd.add_option("--newton-iterations", o.newtonIterations, "Newton iterations of a nonlinear loop run in parallel (default 3)")
       ->check(CLI::Range(1, 100000));
+  cmd.add_option("--dtype", o.dtype,
+                 "what params, inputs, outputs and saved values are stored in: f32 (the default), f64, or bf16 and f16 "
+                 "(16 bits, computed in f32; CPU only so far: docs/precision.md)")
+      ->check(CLI::IsMember({"f32", "f64", "bf16", "f16"}));
 }
 
 bool compileOptionsOf(const CommonOptions &c, CompileOptions &o) {
@@ -39,6 +43,7 @@ bool compileOptionsOf(const CommonOptions &c, CompileOptions &o) {
   o.optimize = !c.o0;
   o.timeParallel.mode = timeParallelMode(c.timeParallel);
   o.timeParallel.newtonIterations = c.newtonIterations;
+  o.dtype = *parseDType(c.dtype);
   return true;
 }
 

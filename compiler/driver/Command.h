@@ -22,6 +22,7 @@ struct CommonOptions {
   std::string entry;
   std::string timeParallel = "auto";
   int newtonIterations = 3;
+  std::string dtype = "f32";
 };
 
 /// FILE, -D, -O0, --entry, --time-parallel, --newton-iterations on `cmd`.

@@ -10,6 +10,12 @@
 
 namespace rnnc {
 
+std::optional<DType> parseDType(std::string_view name) {
+  for (DType d : {DType::F32, DType::F64, DType::BF16, DType::F16})
+    if (name == dtypeName(d)) return d;
+  return std::nullopt;
+}
+
 TimeParallelMode timeParallelMode(std::string_view name) {
   return name == "off" ? TimeParallelMode::Off : name == "scan" ? TimeParallelMode::Scan
          : name == "newton" ? TimeParallelMode::Newton : TimeParallelMode::Auto;
@@ -36,6 +42,7 @@ std::unique_ptr<Compilation> compileGraph(Graph g, const CompileOptions &o, Diag
   auto c = std::make_unique<Compilation>();
   c->graph = std::move(g);
   c->optimize = o.optimize;
+  c->dtype = o.dtype;
   c->timeParallel = o.timeParallel;
   if (observe) observe("lower", *c, true);
   try {
@@ -81,6 +88,11 @@ bool kernelsOf(const Compilation &c, const CheckedProgram *entity, codegen::Prog
 
 std::optional<codegen::Bundle> bundleOf(const Compilation &c, const CheckedProgram *entity, const SourceManager &sm,
                                         const BundleOptions &o, std::string &error) {
+  if (isHalf(c.dtype) && o.target == codegen::Target::Cuda) {
+    error = fmt::format("--dtype {} runs on the CPU only so far; the CUDA target takes f32 and f64 (docs/precision.md)",
+                        dtypeName(c.dtype));
+    return std::nullopt;
+  }
   codegen::Program program;
   if (!kernelsOf(c, entity, program, error)) return std::nullopt;
   return codegen::printBundle(program, sm, o.target, &o.cuda);

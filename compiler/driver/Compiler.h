@@ -30,7 +30,11 @@ struct CompileOptions {
   TimeParallelOptions timeParallel;      // --time-parallel, --newton-iterations
   Gradients gradients = Gradients::None;
   bool lengths = false;                  // --lengths: runs take each sequence's length (passes/ApplyLengths.h)
+  DType dtype = DType::F32;              // --dtype (docs/precision.md)
 };
+
+/// The --dtype a name gives (f32, f64, bf16, f16), or nullopt.
+std::optional<DType> parseDType(std::string_view name);
 
 /// The mode `--time-parallel NAME` names (off, scan, newton; anything else: auto).
 TimeParallelMode timeParallelMode(std::string_view name);

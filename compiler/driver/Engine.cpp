@@ -6,6 +6,7 @@
 #include "driver/Engine.h"
 
 #include "rnnc/device.h"
+#include "rnnc/half.h"
 #include "rnnc/memory.h"
 
 #include <algorithm>
@@ -110,7 +111,25 @@ static std::string envFlags(const char *name) {
   return v && *v ? std::string(" ") + v : "";
 }
 
-const rnnc_model *loadCompiledModel(const codegen::Bundle &b, bool f64, std::string &error) {
+std::vector<char> storedReals(const rnnc_model &m, const float *v, int64_t n) {
+  std::vector<char> out(static_cast<size_t>(n * m.real_bytes));
+  for (int64_t i = 0; i < n; ++i) {
+    char *to = out.data() + i * m.real_bytes;
+    if (m.dtype == RNNC_DTYPE_F64) {
+      const double d = v[i];
+      std::memcpy(to, &d, 8);
+    } else if (m.dtype == RNNC_DTYPE_F32) {
+      std::memcpy(to, &v[i], 4);
+    } else {
+      const uint16_t h = m.dtype == RNNC_DTYPE_BF16 ? half::bf16_bits(v[i]) : half::f16_bits(v[i]);
+      std::memcpy(to, &h, 2);
+    }
+  }
+  return out;
+}
+
+const rnnc_model *loadCompiledModel(const codegen::Bundle &b, DType dtype, std::string &error) {
+  const bool f64 = dtype == DType::F64;
   bool cuda = b.target == codegen::Target::Cuda;
   std::string flags, libs;
   if (cuda) { // host code only: the kernels are compiled by NVRTC when the model first runs
@@ -184,7 +203,11 @@ const rnnc_model *loadCompiledModel(const codegen::Bundle &b, bool f64, std::str
     return nullptr;
   }
   const rnnc_model *m = entry();
-  if (m->abi_version != RNNC_ABI_VERSION || m->real_bytes != (f64 ? 8 : 4) ||
+  const int32_t expected = dtype == DType::F32   ? RNNC_DTYPE_F32
+                           : dtype == DType::F64 ? RNNC_DTYPE_F64
+                           : dtype == DType::BF16 ? RNNC_DTYPE_BF16
+                                                  : RNNC_DTYPE_F16;
+  if (m->abi_version != RNNC_ABI_VERSION || m->dtype != expected || m->real_bytes != (f64 ? 8 : isHalf(dtype) ? 2 : 4) ||
       m->device != (cuda ? RNNC_DEVICE_CUDA : RNNC_DEVICE_CPU)) {
     error = fmt::format("{} was built for another ABI", lib.string());
     return nullptr;
@@ -198,24 +221,34 @@ namespace rnnc {
 
 namespace {
 
-/// Arrays in the model's real type (float or double), or int32 for indices.
-/// The pointers handed out stay valid as more arrays are added: a vector that
-/// moves when its outer vector grows keeps its elements where they are.
+/// Arrays in the model's real type (float, double, or bf16/f16 bits), or
+/// int32 for indices. The pointers handed out stay valid as more arrays are
+/// added: a vector that moves when its outer vector grows keeps its elements
+/// where they are.
 struct Buffers {
-  bool f64;
+  int32_t dtype;
   std::vector<std::vector<float>> f;
   std::vector<std::vector<double>> d;
+  std::vector<std::vector<uint16_t>> h;
   std::vector<std::vector<int32_t>> i;
 
   void *real(const std::vector<double> &v) {
-    if (f64) return d.emplace_back(v).data();
-    return f.emplace_back(v.begin(), v.end()).data();
+    if (dtype == RNNC_DTYPE_F64) return d.emplace_back(v).data();
+    if (dtype == RNNC_DTYPE_F32) return f.emplace_back(v.begin(), v.end()).data();
+    auto &bits = h.emplace_back(v.size());
+    for (size_t k = 0; k < v.size(); ++k) // through float, as the model would round it
+      bits[k] = dtype == RNNC_DTYPE_BF16 ? half::bf16_bits(float(v[k])) : half::f16_bits(float(v[k]));
+    return bits.data();
   }
   void *zeros(int64_t n) { return real(std::vector<double>(static_cast<size_t>(n), 0.0)); }
   void *index(const std::vector<double> &v) { return i.emplace_back(v.begin(), v.end()).data(); }
   std::vector<double> back(const void *p, int64_t n) const {
-    if (f64) return {static_cast<const double *>(p), static_cast<const double *>(p) + n};
-    return {static_cast<const float *>(p), static_cast<const float *>(p) + n};
+    if (dtype == RNNC_DTYPE_F64) return {static_cast<const double *>(p), static_cast<const double *>(p) + n};
+    if (dtype == RNNC_DTYPE_F32) return {static_cast<const float *>(p), static_cast<const float *>(p) + n};
+    std::vector<double> out(static_cast<size_t>(n));
+    const auto *bits = static_cast<const uint16_t *>(p);
+    for (int64_t k = 0; k < n; ++k) out[k] = dtype == RNNC_DTYPE_BF16 ? half::bf16_float(bits[k]) : half::f16_float(bits[k]);
+    return out;
   }
 };
 
@@ -224,7 +257,7 @@ struct Buffers {
 bool runLoadedModel(const rnnc_model &m, const InterpInputs &in, bool grad, InterpResult &out, std::string &error,
                     int64_t maxMemory) {
   const int64_t T = in.T, B = in.B, rb = m.real_bytes;
-  Buffers buf{m.real_bytes == 8, {}, {}, {}};
+  Buffers buf{m.dtype, {}, {}, {}, {}};
   rt::ModelMemory mem(m);
   // The plan: the workspace, and the params, inputs and outputs (with --grad,
   // their gradients) as the model reads and writes them.

@@ -16,7 +16,10 @@ std::string runtimeCflags();
 
 /// Builds (or finds) and loads `b`; f64 compiles it with double reals. Null
 /// with a one-line `error` when the compiler fails or the library does not load.
-const rnnc_model *loadCompiledModel(const codegen::Bundle &b, bool f64, std::string &error);
+const rnnc_model *loadCompiledModel(const codegen::Bundle &b, DType dtype, std::string &error);
+
+/// n values as model m's real arrays hold them (f32, f64, bf16 or f16 bytes).
+std::vector<char> storedReals(const rnnc_model &m, const float *v, int64_t n);
 
 } // namespace rnnc
 

@@ -107,7 +107,7 @@ static InterpResult runCompiled(const Graph &g, const InterpInputs &in, const Ru
   std::string error;
   auto bundle = bundleOf(*c, nullptr, sm, b, error);
   if (!bundle) fail(error);
-  const rnnc_model *m = loadCompiledModel(*bundle, o.f64, error);
+  const rnnc_model *m = loadCompiledModel(*bundle, o.compile.dtype, error);
   if (!m) fail(error);
   InterpResult r;
   if (!runLoadedModel(*m, in, o.grad, r, error, o.maxMemory)) fail(error);

@@ -38,7 +38,6 @@ public:
     c.add_flag("--param-grads-only", ro_.paramGradsOnly,
                "with --grad: only the params' gradients (what training computes), no grad/<input> or grad/initial");
     c.add_option("--out", ro_.out, "where the results go")->required()->type_name("DIR");
-    c.add_option("--dtype", dtype_, "f32 or f64")->check(CLI::IsMember({"f32", "f64"}));
     c.add_option("--device", device_, "auto, cpu or cuda")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
     addMaxMemory(c, ro_.maxMemory);
     c.add_option("--mode", mode_, "eval (default: dropout and zoneout are their expectations) or train (random masks)")
@@ -52,7 +51,6 @@ public:
   }
 
   int run() override {
-    ro_.f64 = dtype_ == "f64";
     ro_.train = mode_ == "train";
     ro_.grad = grad_->count() > 0;
     if (ro_.paramGradsOnly && !ro_.grad) {
@@ -76,6 +74,12 @@ public:
       return 1;
     }
     if (!compileOptionsOf(common_, ro_.compile)) return 1;
+    ro_.f64 = ro_.compile.dtype == DType::F64;
+    if (isHalf(ro_.compile.dtype) && !ro_.compiled) {
+      fmt::print(stderr, "rnnc: error: --dtype {} goes with the compiled engine (the interpreter computes in f32 or f64)\n",
+                 common_.dtype);
+      return 1;
+    }
     auto p = checkProgram(common_.file, ro_.compile);
     if (!p) return 1;
     // Lowered here; runGraph differentiates it for the objective --grad names.
@@ -97,7 +101,7 @@ private:
   RunOptions ro_;
   std::vector<std::string> inputs_, states_, grads_, finalGrads_;
   CLI::Option *grad_ = nullptr;
-  std::string dtype_ = "f32", device_ = "auto", engine_ = "compiled", mode_ = "eval";
+  std::string device_ = "auto", engine_ = "compiled", mode_ = "eval";
 };
 
 } // namespace

@@ -128,7 +128,7 @@ const rnnc_model *loadEngine(const CheckedProgram &p, const CompileOptions &o, c
   b.cuda.jit = true; // the engine builds host code with the system compiler, kernels with NVRTC
   std::string error;
   auto bundle = bundleOf(*c, &p, p.file->sm, b, error);
-  const rnnc_model *m = bundle ? loadCompiledModel(*bundle, false, error) : nullptr;
+  const rnnc_model *m = bundle ? loadCompiledModel(*bundle, o.dtype, error) : nullptr;
   if (!m) fmt::print(stderr, "rnnc: error: {}\n", error);
   return m;
 }

@@ -83,6 +83,11 @@ public:
   int run() override {
     CompileOptions o;
     if (!compileOptionsOf(common_, o)) return 1;
+    if (o.dtype != DType::F32) {
+      fmt::print(stderr, "rnnc: error: rnnc train takes --dtype f32 only so far (16-bit training needs f32 master "
+                         "weights and loss scaling: docs/precision.md)\n");
+      return 1;
+    }
     o.lengths = train_.min_bptt > 0;
     auto device = resolveDevice(device_);
     if (!device) return 1;

@@ -71,14 +71,18 @@ struct WorkspaceBuffer {
   int shares = -1;        // the buffer whose memory it reuses (their lives do not overlap), or -1
   bool scratch = false;   // a scan's own memory (chunk aggregates, carries, Newton's coefficients)
   bool saved = false;     // a forward value backward reads: kept for every step
+  bool half = false;      // stored in 16 bits (--dtype bf16|f16; plan-memory's step 7 says which)
+
+  /// Bytes of one element: 2 when half, else 4 (float32; an int32 index takes as much).
+  int64_t elementBytes() const { return half ? 2 : 4; }
 
   /// Rows per step of T: 1, or 0 when fixed, step-local or a ring.
   int64_t rowsPerStep() const { return fixed || stepLocal || ring ? 0 : 1; }
   /// Rows that do not grow with T: the padding, one step, or the ring's steps.
   int64_t fixedRows() const { return stepLocal ? 1 : ring ? ring : padBefore + padAfter; }
-  /// Per sequence, in float32 (an int32 index takes as much).
-  int64_t bytesPerStep() const { return 4 * width * rowsPerStep(); }
-  int64_t fixedBytes() const { return 4 * width * fixedRows(); }
+  /// Per sequence, in float32 where not half (f64 doubles them).
+  int64_t bytesPerStep() const { return elementBytes() * width * rowsPerStep(); }
+  int64_t fixedBytes() const { return elementBytes() * width * fixedRows(); }
 };
 
 /// The memory of a loop run in parallel over time (docs/time-parallel.md):
@@ -132,6 +136,17 @@ struct MemoryPlan {
   int64_t savedBytesPerStep = 0;    // of those, forward values backward reads
 };
 
+/// `--dtype`: what params, ports and the values kept for every step are
+/// stored in (docs/precision.md). F32 and F64 compute in their own type (one
+/// bundle text: `real` is float, or double under RNNC_REAL_DOUBLE); BF16 and
+/// F16 store 16 bits and compute in float.
+enum class DType : uint8_t { F32, F64, BF16, F16 };
+
+inline bool isHalf(DType d) { return d == DType::BF16 || d == DType::F16; }
+inline const char *dtypeName(DType d) {
+  return d == DType::F32 ? "f32" : d == DType::F64 ? "f64" : d == DType::BF16 ? "bf16" : "f16";
+}
+
 /// `--time-parallel`: which loops may run in parallel over time.
 enum class TimeParallelMode : uint8_t {
   Off,    // every loop step by step
@@ -151,6 +166,7 @@ enum class LoopPlan : uint8_t { Sequential, Scan, Newton };
 struct Compilation {
   Graph graph;
   bool optimize = true; // false: -O0
+  DType dtype = DType::F32;
   TimeParallelOptions timeParallel;
   std::vector<LoopPlan> loopPlans; // per TimeClasses loop (plan-time-parallel; all Sequential at -O0 or Off)
   TimeClasses time;

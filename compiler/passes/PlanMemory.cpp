@@ -28,11 +28,17 @@
 //    one the initial-state gradients also read, when they load only steps
 //    the loop (backward in time) wrote last, which the ring still holds;
 //    ports, inputs and indices keep all T, and so does every other value.
-// 7. Sharing: a buffer whose launches all come after another's last reuses
-//    its memory when both have the same width and padding (first fit, in
-//    order of first use); ports, inputs, indices, the initial-state gradients
-//    and buffers that keep fewer than T steps never share.
-// 8. CUDA's ones (what cuBLAS multiplies to sum a vector param's gradient
+// 7. Storage (--dtype bf16|f16): a buffer that keeps every step is stored in
+//    16 bits, computed in float, unless it is read at a delay (a recurrent
+//    state: rounding it at every step would compound, so it stays float, as
+//    do the padding's initial values) or a loop run in parallel over time
+//    writes or reads it (its scans compose float coefficients); indices,
+//    one step's rows, rings and scratch stay as they are.
+// 8. Sharing: a buffer whose launches all come after another's last reuses
+//    its memory when both have the same width, padding and storage (first
+//    fit, in order of first use); ports, inputs, indices, the initial-state
+//    gradients and buffers that keep fewer than T steps never share.
+// 9. CUDA's ones (what cuBLAS multiplies to sum a vector param's gradient
 //    over every row: one wide, or the summed value's width for a width-1
 //    param), the masks' key (4 words, when the graph has keep ops), the
 //    CPU's panels (each product's weight packed once per call, one per
@@ -127,6 +133,7 @@ private:
   void read(const std::optional<Load> &l, int stage, int at, bool backward);
   void write(int buffer, int stage, int at);
   void keepSteps();
+  void chooseStorage();
   void share();
   void panels();
   void figures();
@@ -469,6 +476,17 @@ void MemoryPlanner::keepSteps() {
   }
 }
 
+void MemoryPlanner::chooseStorage() {
+  if (!isHalf(c_.dtype)) return;
+  auto scan = [&](int stage) { return stage >= 0 && m_.scans[stage].aggregates >= 0; };
+  for (size_t b = 0; b < m_.buffers.size(); ++b) {
+    WorkspaceBuffer &buf = m_.buffers[b];
+    if (buf.index || buf.scratch || buf.rowsPerStep() == 0 || buf.padBefore || buf.padAfter || scan(a_.writer[b]))
+      continue;
+    buf.half = std::none_of(a_.readers[b].begin(), a_.readers[b].end(), scan);
+  }
+}
+
 void MemoryPlanner::share() {
   std::vector<int> candidates;
   for (size_t b = 0; b < m_.buffers.size(); ++b) {
@@ -485,11 +503,11 @@ void MemoryPlanner::share() {
     std::set<int> free; // slot numbers
     std::priority_queue<std::pair<int, int>, std::vector<std::pair<int, int>>, std::greater<>> busy; // (freeAfter, slot)
   };
-  std::map<std::tuple<int64_t, int64_t, int64_t>, Shape> shapes;
+  std::map<std::tuple<int64_t, int64_t, int64_t, bool>, Shape> shapes;
   std::vector<int> owner; // per slot: the buffer that owns its memory
   for (int b : candidates) {
     WorkspaceBuffer &buf = m_.buffers[b];
-    Shape &shape = shapes[{buf.width, buf.padBefore, buf.padAfter}];
+    Shape &shape = shapes[{buf.width, buf.padBefore, buf.padAfter, buf.half}];
     while (!shape.busy.empty() && shape.busy.top().first < a_.first[b]) {
       shape.free.insert(shape.busy.top().second);
       shape.busy.pop();
@@ -571,12 +589,13 @@ void MemoryPlanner::plan() {
   formSweeps();   // 1
   markStored();   // 2
   makeBuffers();  // 3
-  pinPorts();     // 4, 6, 7
+  pinPorts();     // 4, 6, 8
   padDelays();    // 4
   trace();        // 4, 5
   keepSteps();    // 6
-  share();        // 7
-  figures();      // 8
+  chooseStorage(); // 7
+  share();        // 8
+  figures();      // 9
   m_.planned = true;
 }
 

@@ -3,7 +3,7 @@ ctypes: a loaded shared library, its `rnnc_model` table and calls on it.
 Nothing here knows about torch: pointers in, status codes out."""
 import ctypes as C
 
-ABI_VERSION = 5
+ABI_VERSION = 6
 DEVICE_CPU, DEVICE_CUDA = 0, 1
 
 
@@ -26,7 +26,7 @@ class RunOptions(C.Structure):
 
 class Model(C.Structure):
     _fields_ = [("abi_version", C.c_int32), ("name", C.c_char_p), ("source_hash", C.c_char_p),
-                ("real_bytes", C.c_int32), ("param_elements", C.c_int64),
+                ("real_bytes", C.c_int32), ("dtype", C.c_int32), ("param_elements", C.c_int64),
                 ("n_params", C.c_int32), ("params", C.POINTER(Tensor)),
                 ("n_inputs", C.c_int32), ("inputs", C.POINTER(Tensor)),
                 ("n_outputs", C.c_int32), ("outputs", C.POINTER(Tensor)),
@@ -93,6 +93,7 @@ class Library:
         self.address = C.addressof(m)  # the table, for the C++ op library
         self.name = m.name.decode()
         self.real_bytes = m.real_bytes
+        self.dtype = m.dtype  # RNNC_DTYPE_*: 0 f32, 1 f64, 2 bf16, 3 f16
         self.param_elements = m.param_elements
         self.params = _table(m.params, m.n_params)
         self.inputs = _table(m.inputs, m.n_inputs)

@@ -67,7 +67,7 @@ def _check_args(lib, params, inputs, states, T, B):
 
 
 def _dtype_of(lib):
-    return torch.float64 if lib.real_bytes == 8 else torch.float32
+    return {0: torch.float32, 1: torch.float64, 2: torch.bfloat16, 3: torch.float16}[lib.dtype]
 
 
 def _stream(device):

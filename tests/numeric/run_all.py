@@ -21,6 +21,8 @@
                            masks; their statistics, evaluation, gradients
   test_lengths.py          --lengths: every sample with lengths equals each
                            sequence cut and run alone; bad lengths refused
+  test_precision.py        --dtype bf16 and f16: every sample, compiled,
+                           within a bound of f32 (docs/precision.md)
 
 Usage: run_all.py [--rnnc PATH] [-j N] [-k SUBSTRING]
 Prints one line per case, then `N passed, M failed`; exits 1 on any failure.
@@ -47,6 +49,7 @@ import test_gradients  # noqa: E402
 import test_threads  # noqa: E402
 import test_lengths  # noqa: E402
 import test_masks  # noqa: E402
+import test_precision  # noqa: E402
 import test_time_parallel  # noqa: E402
 import test_torch_semantics  # noqa: E402
 
@@ -64,7 +67,7 @@ def main():
         return 1
     cases = []
     for mod in (test_torch_semantics, test_gradients, test_directional, test_compiled, test_time_parallel,
-                test_threads, test_masks, test_lengths):
+                test_threads, test_masks, test_lengths, test_precision):
         cases += [c for c in mod.cases(rnnc) if args.k in c[0]]
     t0 = time.time()
     passed, failed = nl.run_cases(cases, workers=args.j)

@@ -48,7 +48,7 @@ enum class Backward { None, All, Training };
 /// Frontend, lowering, autodiff of the default objective (All) or of the
 /// params' gradients alone (Training), the pipeline.
 std::unique_ptr<Planned> planned(const std::string &text, Backward backward, TimeParallelMode mode = TimeParallelMode::Auto,
-                                 std::vector<DimOverride> dims = {}) {
+                                 std::vector<DimOverride> dims = {}, DType dtype = DType::F32) {
   auto out = std::make_unique<Planned>();
   out->fe = test::frontend(text, std::move(dims));
   REQUIRE(out->fe->ok());
@@ -59,6 +59,7 @@ std::unique_ptr<Planned> planned(const std::string &text, Backward backward, Tim
   if (backward != Backward::None) REQUIRE(differentiate(*graph, objective, *out->fe->diags));
   out->c.graph = std::move(*graph);
   out->c.timeParallel.mode = mode;
+  out->c.dtype = dtype;
   REQUIRE(runPipeline(out->c, *out->fe->diags));
   REQUIRE(out->c.memory.planned);
   return out;
@@ -219,6 +220,54 @@ TEST_CASE("plan-memory: gate gradients summed after the loop rise into it and ke
     if (s.backward && !s.loop)
       for (const Kernel &k : s.kernels)
         for (NodeId id : k.nodes) CHECK(opKind(g.node(id).op) != OpKind::Layout);
+}
+
+TEST_CASE("plan-memory: --dtype bf16 stores what keeps every step in 16 bits, but the recurrent states", "[passes][memory]") {
+  auto f32 = planned(test::kLstmSource, Backward::All);
+  auto bf16 = planned(test::kLstmSource, Backward::All, TimeParallelMode::Auto, {}, DType::BF16);
+  REQUIRE(f32->m().buffers.size() == bf16->m().buffers.size());
+  int half = 0;
+  for (const WorkspaceBuffer &b : bf16->m().buffers) {
+    const bool keepsEveryStep = b.rowsPerStep() == 1 && !b.padBefore && !b.padAfter && !b.scratch && !b.index;
+    CHECK(b.half == keepsEveryStep);
+    half += b.half;
+    CHECK(b.bytesPerStep() == (b.half ? 2 : 4) * b.width * b.rowsPerStep());
+  }
+  // x, W_ih·x, the four gate values and tanh(c) backward reads, the output's
+  // seed, the final states' seeds, dx and the gate gradients (sharing W_ih·x's memory).
+  CHECK(half == 12);
+  // c and h are read one step back (their padding holds the initial state): float.
+  CHECK_FALSE(bf16->of("c").half);
+  CHECK_FALSE(bf16->of("h").half);
+  CHECK(bf16->product("W_ih").half);
+  // Saved: five 16-bit values and c, h in float.
+  CHECK(bf16->m().savedBytesPerStep == 5 * 128 * 2 + 2 * 128 * 4);
+  CHECK(f32->m().savedBytesPerStep == 7 * 128 * 4);
+  CHECK(bf16->m().bytesPerStep < f32->m().bytesPerStep * 2 / 3);
+  // Sharing stays within one storage: the gate gradients still take W_ih·x's memory.
+  for (const WorkspaceBuffer &b : bf16->m().buffers)
+    if (b.shares >= 0) CHECK(bf16->m().buffers[b.shares].half == b.half);
+  // F16 plans the same buffers; F64 none in 16 bits.
+  auto f16 = planned(test::kLstmSource, Backward::All, TimeParallelMode::Auto, {}, DType::F16);
+  CHECK(f16->m().bytesPerStep == bf16->m().bytesPerStep);
+  for (const WorkspaceBuffer &b : planned(test::kLstmSource, Backward::All, TimeParallelMode::Auto, {}, DType::F64)->m().buffers)
+    CHECK_FALSE(b.half);
+  // A loop run as a scan composes float coefficients: nothing it reads or writes is 16 bits.
+  auto scan = planned(kMinGru, Backward::None, TimeParallelMode::Auto, {}, DType::BF16);
+  REQUIRE(scanOf(scan->m()));
+  CHECK_FALSE(scan->of("h").half);
+  int read = 0;
+  for (size_t s = 0; s < scan->c.schedule.stages.size(); ++s) {
+    if (scan->m().scans[s].aggregates < 0) continue;
+    for (NodeId id : scan->c.schedule.stages[s].nodes)
+      for (const Edge &e : scan->c.graph.node(id).inputs)
+        if (int b = scan->m().bufferOf[e.src]; b >= 0) {
+          ++read;
+          CHECK_FALSE(scan->m().buffers[b].half);
+        }
+  }
+  CHECK(read >= 2); // (1 - z) and z·hc, made before the loop
+  CHECK(scan->product("W").half); // W·x, which only the work before the loop reads
 }
 
 TEST_CASE("plan-memory: a loop run in parallel over time keeps every step and has its scratch", "[passes][memory]") {

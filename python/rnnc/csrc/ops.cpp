@@ -59,7 +59,14 @@ void *streamOf(const at::Device &d) {
   return c10::impl::getDeviceGuardImpl(d.type())->getStream(d).native_handle();
 }
 
-at::ScalarType realType(const rnnc_model *m) { return m->real_bytes == 8 ? at::kDouble : at::kFloat; }
+at::ScalarType realType(const rnnc_model *m) {
+  switch (m->dtype) {
+  case RNNC_DTYPE_F64: return at::kDouble;
+  case RNNC_DTYPE_BF16: return at::kBFloat16;
+  case RNNC_DTYPE_F16: return at::kHalf;
+  default: return at::kFloat;
+  }
+}
 
 void *ptrOrNull(const Tensor &t) { return t.defined() && t.numel() ? t.data_ptr() : nullptr; }
 

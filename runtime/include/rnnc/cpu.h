@@ -202,12 +202,13 @@ inline void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const double
 template <class E> inline void clear_rows(E *a, int64_t first, int64_t rows, int64_t B, int64_t width) {
   std::fill_n(a + first * B * width, rows * B * width, E(0));
 }
-/// `rows` rows of src copied into a from row `first`.
-template <class E> inline void copy_rows(E *a, int64_t first, const E *src, int64_t rows, int64_t B, int64_t width) {
+/// `rows` rows of src copied into a from row `first` (converted where src is
+/// stored in 16 bits and a is not, or the other way: rnnc/half.h).
+template <class E, class S> inline void copy_rows(E *a, int64_t first, const S *src, int64_t rows, int64_t B, int64_t width) {
   std::copy_n(src, rows * B * width, a + first * B * width);
 }
-/// `rows` rows of a from row `first` copied out.
-template <class E> inline void read_rows(const E *a, int64_t first, int64_t rows, int64_t B, int64_t width, E *out) {
+/// `rows` rows of a from row `first` copied out (converted as copy_rows).
+template <class E, class S> inline void read_rows(const E *a, int64_t first, int64_t rows, int64_t B, int64_t width, S *out) {
   std::copy_n(a + first * B * width, rows * B * width, out);
 }
 
@@ -265,10 +266,10 @@ inline void each_call_mask(const unsigned *rng, unsigned site, unsigned threshol
 }
 
 /// A dropped param (DropConnect, docs/language.md): out[j] = w[j] times
-/// element j's mask.
-template <class E>
-inline void drop_param(const unsigned *rng, unsigned site, unsigned threshold, E scale, const E *w, E *out, int64_t n) {
-  each_call_mask(rng, site, threshold, scale, n, [&](int64_t j, E m) { out[j] = w[j] * m; });
+/// element j's mask (w may be stored in 16 bits: rnnc/half.h).
+template <class E, class S>
+inline void drop_param(const unsigned *rng, unsigned site, unsigned threshold, E scale, const S *w, E *out, int64_t n) {
+  each_call_mask(rng, site, threshold, scale, n, [&](int64_t j, E m) { out[j] = E(w[j]) * m; });
 }
 
 /// The gradient of a dropped param reaches its param through the same mask:

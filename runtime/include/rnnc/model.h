@@ -7,8 +7,9 @@
  * Arrays are flat, row-major, time-major: per-step values [T][B][width], index
  * inputs [T][B] int32, states [depth][B][width] (the `depth` steps before the
  * first), params in one flat array laid out as the param table says. Reals are
- * float, or double when the bundle was compiled with RNNC_REAL_DOUBLE
- * (real_bytes says which). See docs/runtime.md. */
+ * float, or double when the bundle was compiled with RNNC_REAL_DOUBLE, or
+ * 16-bit bfloat16 or IEEE half when compiled with --dtype bf16|f16 (dtype
+ * and real_bytes say which). See docs/runtime.md and docs/precision.md. */
 #ifndef RNNC_MODEL_H
 #define RNNC_MODEL_H
 
@@ -19,7 +20,16 @@
 extern "C" {
 #endif
 
-#define RNNC_ABI_VERSION 5
+#define RNNC_ABI_VERSION 6
+
+/* The element type of a model's real arrays (rnnc_model.dtype): params,
+ * inputs, outputs, states, seeds, gradients and the loss. A 16-bit model
+ * computes in float; its arrays hold the upper half of a float (bf16) or an
+ * IEEE binary16 (f16). */
+#define RNNC_DTYPE_F32 0
+#define RNNC_DTYPE_F64 1
+#define RNNC_DTYPE_BF16 2
+#define RNNC_DTYPE_F16 3
 
 /* Where a model's arrays live (rnnc_model.device). */
 #define RNNC_DEVICE_CPU 0
@@ -56,7 +66,8 @@ typedef struct rnnc_model {
   int32_t abi_version; /* RNNC_ABI_VERSION */
   const char *name;    /* the model or cell compiled */
   const char *source_hash; /* hash of the generated source: checkpoints name it */
-  int32_t real_bytes;  /* 4 (float) or 8 (double) */
+  int32_t real_bytes;  /* 4 (float), 8 (double) or 2 (bf16, f16) */
+  int32_t dtype;       /* RNNC_DTYPE_*: which of them */
 
   int64_t param_elements; /* size of the flat param (and gradient) array */
   int32_t n_params;

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #ifdef _OPENMP
@@ -38,14 +39,15 @@ template <class E> constexpr int64_t panel_elements(int64_t N, int64_t K) {
 /// `transposed` (a Gemm kernel) or W itself, [K][N] (GemmT), as panels
 /// [N / kPanel][K][kPanel]: a panel's rows are the kPanel columns of one k,
 /// contiguous; columns past N are zeros.
-template <class E> inline void pack_panels(bool transposed, int64_t N, int64_t K, const E *W, E *panels) {
+/// W may be stored in 16 bits (rnnc/half.h): the panels are E, converted once.
+template <class S, class E> inline void pack_panels(bool transposed, int64_t N, int64_t K, const S *W, E *panels) {
   constexpr int64_t P = kPanel<E>;
   for (int64_t p = 0; p < (N + P - 1) / P; ++p)
     for (int64_t k = 0; k < K; ++k) {
       E *to = panels + (p * K + k) * P;
       for (int64_t j = 0; j < P; ++j) {
         const int64_t n = p * P + j;
-        to[j] = n >= N ? E(0) : transposed ? W[n * K + k] : W[k * N + n];
+        to[j] = n >= N ? E(0) : E(transposed ? W[n * K + k] : W[k * N + n]);
       }
     }
 }
@@ -241,17 +243,54 @@ inline void gradient(Isa chosen, int64_t M, int64_t N, int64_t R, const E *D, co
 /// X and D copied per block into a thread_local scratch (panels_kernel.h's
 /// gradient_rows). Every element is G's value plus one fma chain over r in order, whatever the
 /// ISA or the thread count (each thread of the team takes its own rows of G).
-template <class E> inline void weight_gradient(int64_t M, int64_t N, int64_t R, const E *D, const E *X, E *G) {
-  panels_detail::gradient(panels_detail::isa(), M, N, R, D, X, G);
+/// D and X stored in 16 bits (rnnc/half.h) are converted to E a block of rows
+/// at a time; the chains and their bits are those of their E values.
+template <class SD, class SX, class E>
+inline void weight_gradient(int64_t M, int64_t N, int64_t R, const SD *D, const SX *X, E *G) {
+  if constexpr (std::is_same_v<SD, E> && std::is_same_v<SX, E>) {
+    panels_detail::gradient(panels_detail::isa(), M, N, R, D, X, G);
+  } else {
+    constexpr int64_t kRows = 256;
+    thread_local std::vector<E> d, x;
+    d.resize(size_t(std::min(R, kRows) * M));
+    x.resize(size_t(std::min(R, kRows) * N));
+    for (int64_t r0 = 0; r0 < R; r0 += kRows) {
+      const int64_t n = std::min(kRows, R - r0);
+      std::copy_n(D + r0 * M, n * M, d.data());
+      std::copy_n(X + r0 * N, n * N, x.data());
+      panels_detail::gradient(panels_detail::isa(), M, N, n, d.data(), x.data(), G);
+    }
+  }
 }
 
 /// C[M][N] = A[M][K] · op(W), op(W) packed by pack_panels (64-byte aligned is best),
 /// C's rows ldc apart. Split by blocks of columns across an OpenMP team when
 /// there is the work for one: a thread takes the same columns at every step,
-/// so its part of the panels stays in its own cache.
-template <class E>
-inline void panel_product(int64_t M, int64_t N, int64_t K, const E *A, const E *panels, E *C, int64_t ldc) {
-  panels_detail::product(panels_detail::isa(), M, N, K, A, panels, C, ldc);
+/// so its part of the panels stays in its own cache. A and C stored in 16
+/// bits (rnnc/half.h) go through E rows a block at a time: A converted
+/// exactly, C rounded once from the E sums.
+template <class SA, class E, class SC>
+inline void panel_product(int64_t M, int64_t N, int64_t K, const SA *A, const E *panels, SC *C, int64_t ldc) {
+  if constexpr (std::is_same_v<SA, E> && std::is_same_v<SC, E>) {
+    panels_detail::product(panels_detail::isa(), M, N, K, A, panels, C, ldc);
+  } else {
+    constexpr int64_t kRows = 256;
+    thread_local std::vector<E> a, c;
+    if constexpr (!std::is_same_v<SA, E>) a.resize(size_t(std::min(M, kRows) * K));
+    if constexpr (!std::is_same_v<SC, E>) c.resize(size_t(std::min(M, kRows) * N));
+    for (int64_t r0 = 0; r0 < M; r0 += kRows) {
+      const int64_t n = std::min(kRows, M - r0);
+      const E *rows = nullptr;
+      if constexpr (std::is_same_v<SA, E>) rows = A + r0 * K;
+      else rows = std::copy_n(A + r0 * K, n * K, a.data()) - n * K;
+      if constexpr (std::is_same_v<SC, E>) {
+        panels_detail::product(panels_detail::isa(), n, N, K, rows, panels, C + r0 * ldc, ldc);
+      } else {
+        panels_detail::product(panels_detail::isa(), n, N, K, rows, panels, c.data(), N);
+        for (int64_t r = 0; r < n; ++r) std::copy_n(c.data() + r * N, N, C + (r0 + r) * ldc);
+      }
+    }
+  }
 }
 
 } // namespace rnnc::cpu

@@ -119,11 +119,12 @@ inline void running_chunks(const int32_t *lengths, int64_t B, int64_t r0, int64_
   if (n) f(spans, n);
 }
 
-/// The rows of `spans` of a [*][width] array (row 0 at `a`) copied, in order, to `packed`; and back.
-template <class E> inline void gather_rows(const RowSpans &spans, const E *a, int64_t width, E *packed) {
+/// The rows of `spans` of a [*][width] array (row 0 at `a`) copied, in order, to `packed`; and back
+/// (converted where one side is stored in 16 bits: rnnc/half.h).
+template <class S, class E> inline void gather_rows(const RowSpans &spans, const S *a, int64_t width, E *packed) {
   for (auto [first, rows] : spans) packed = std::copy_n(a + first * width, rows * width, packed);
 }
-template <class E> inline void scatter_rows(const RowSpans &spans, const E *packed, int64_t width, E *a) {
+template <class E, class S> inline void scatter_rows(const RowSpans &spans, const E *packed, int64_t width, S *a) {
   for (auto [first, rows] : spans) {
     std::copy_n(packed, rows * width, a + first * width);
     packed += rows * width;
@@ -133,34 +134,35 @@ template <class E> inline void scatter_rows(const RowSpans &spans, const E *pack
 /// A product of every step at once over the running rows of [r0, r1) only:
 /// `product(n, in, out)` computes n rows of `out` ([*][out_width], row 0 at
 /// out) from those of `in` ([*][in_width]); the rows of a chunk in one piece
-/// in place, else packed into `scratch` and back. The other rows are zeros.
-template <class E, class Product>
-inline void packed_product(const int32_t *lengths, int64_t B, int64_t r0, int64_t r1, int64_t chunk, const E *in,
-                           int64_t in_width, E *out, int64_t out_width, E *scratch, Product product) {
+/// in place, else packed into `scratch` (E, the compute type) and back. The
+/// other rows are zeros. `product` takes either kind of pointer.
+template <class SI, class SO, class E, class Product>
+inline void packed_product(const int32_t *lengths, int64_t B, int64_t r0, int64_t r1, int64_t chunk, const SI *in,
+                           int64_t in_width, SO *out, int64_t out_width, E *scratch, Product product) {
   running_chunks(
       lengths, B, r0, r1, chunk,
       [&](const RowSpans &spans, int64_t n) {
         if (spans.size() == 1) return product(n, in + spans[0].first * in_width, out + spans[0].first * out_width);
         gather_rows(spans, in, in_width, scratch);
-        product(n, scratch, scratch + n * in_width);
+        product(n, static_cast<const E *>(scratch), scratch + n * in_width);
         scatter_rows(spans, scratch + n * in_width, out_width, out);
       },
-      [&](int64_t a, int64_t b) { std::fill(out + a * out_width, out + b * out_width, E(0)); });
+      [&](int64_t a, int64_t b) { std::fill(out + a * out_width, out + b * out_width, SO(0)); });
 }
 
 /// A weight gradient of every step at once, Σ over the running rows of
 /// [r0, r1) of d[r] x[r]^T: `gradient(n, d, x)` adds n rows' ([*][d_width]
 /// and [*][x_width]), in place or packed into `scratch` as packed_product's.
-template <class E, class Gradient>
-inline void packed_gradient(const int32_t *lengths, int64_t B, int64_t r0, int64_t r1, int64_t chunk, const E *d,
-                            int64_t d_width, const E *x, int64_t x_width, E *scratch, Gradient gradient) {
+template <class SD, class SX, class E, class Gradient>
+inline void packed_gradient(const int32_t *lengths, int64_t B, int64_t r0, int64_t r1, int64_t chunk, const SD *d,
+                            int64_t d_width, const SX *x, int64_t x_width, E *scratch, Gradient gradient) {
   running_chunks(
       lengths, B, r0, r1, chunk,
       [&](const RowSpans &spans, int64_t n) {
         if (spans.size() == 1) return gradient(n, d + spans[0].first * d_width, x + spans[0].first * x_width);
         gather_rows(spans, d, d_width, scratch);
         gather_rows(spans, x, x_width, scratch + n * d_width);
-        gradient(n, scratch, scratch + n * d_width);
+        gradient(n, static_cast<const E *>(scratch), static_cast<const E *>(scratch + n * d_width));
       },
       [](int64_t, int64_t) {});
 }

@@ -1,0 +1,81 @@
+// rnnc/half.h: bf16 and f16 round to nearest even from float and convert back
+// exactly; the portable f16 conversions equal GCC's _Float16 (IEEE binary16)
+// on a sweep of float bit patterns, and bf16 is checked against its
+// definition (the nearest of the two neighbours, ties to the even one).
+#include "rnnc/half.h"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+using namespace rnnc;
+
+namespace {
+
+/// Float bit patterns: every 4099th, and every one near the halves' edges.
+template <class F> void sweep(F f) {
+  for (uint64_t u = 0; u <= 0xffffffffull; u += 4099) f(uint32_t(u));
+  for (uint32_t base : {0x38800000u, 0x33800000u, 0x477fe000u, 0x3f800000u, 0x7f7f0000u, 0x00800000u})
+    for (uint32_t d = 0; d < 1 << 14; ++d)
+      for (uint32_t sign : {0u, 0x80000000u}) f(sign | (base - (1 << 13) + d));
+}
+
+} // namespace
+
+TEST_CASE("half: f16 round trips and rounds as IEEE binary16 (round to nearest even)", "[half]") {
+  for (uint32_t h = 0; h < 0x10000; ++h) { // every half converts exactly and back
+    const float f = half::f16_float_soft(uint16_t(h));
+    const bool nan = (h & 0x7c00) == 0x7c00 && (h & 0x3ff);
+    CHECK((nan ? std::isnan(f) : f == float(_Float16(f))));
+    if (!nan) CHECK(half::f16_bits_soft(f) == h);
+  }
+  int64_t checked = 0, wrong = 0;
+  sweep([&](uint32_t u) {
+    float f;
+    std::memcpy(&f, &u, 4);
+    const _Float16 want = _Float16(f);
+    uint16_t bits;
+    std::memcpy(&bits, &want, 2);
+    ++checked;
+    if (std::isnan(f) ? !std::isnan(half::f16_float_soft(half::f16_bits_soft(f))) : half::f16_bits_soft(f) != bits)
+      ++wrong;
+  });
+  CHECK(checked > 1000000);
+  CHECK(wrong == 0);
+  CHECK(half::f16_bits(65520.0f) == 0x7c00); // past the largest finite (65504) by half a step: infinity
+  CHECK(half::f16_bits(65519.0f) == 0x7bff);
+  CHECK(half::f16_bits(std::ldexp(1.0f, -25)) == 0);         // a tie between 0 and the smallest subnormal: 0 (even)
+  CHECK(half::f16_bits(std::ldexp(1.5f, -24)) == 2);         // a tie between 1 and 2 units: 2 (even)
+  CHECK(float(f16(0.1f)) == float(_Float16(0.1f)));
+}
+
+TEST_CASE("half: bf16 is the nearest of its neighbours, ties to even, and converts back exactly", "[half]") {
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    const float f = half::bf16_float(uint16_t(h));
+    if (!std::isnan(f)) CHECK(half::bf16_bits(f) == h);
+  }
+  int64_t wrong = 0;
+  sweep([&](uint32_t u) {
+    float f;
+    std::memcpy(&f, &u, 4);
+    const uint16_t got = half::bf16_bits(f);
+    if (std::isnan(f)) {
+      wrong += !std::isnan(half::bf16_float(got));
+      return;
+    }
+    const uint16_t down = uint16_t(u >> 16), up = uint16_t(down + 1); // toward zero, away from zero
+    const double below = std::fabs(double(f) - double(half::bf16_float(down)));
+    const double above = (u & 0x7fffffffu) >= 0x7f7f0000u && (u & 0xffffu) >= 0x8000u
+                             ? 0.0 // rounds past the largest finite: to infinity, which is `up`
+                             : std::fabs(double(half::bf16_float(up)) - double(f));
+    const uint16_t want = (u & 0xffffu) == 0 ? down : below < above ? down : above < below ? up : (down & 1 ? up : down);
+    wrong += got != want;
+  });
+  CHECK(wrong == 0);
+  CHECK(float(bf16(1.0f)) == 1.0f);
+  CHECK(half::bf16_bits(1.0f + std::ldexp(1.0f, -8)) == 0x3f80);   // the tie rounds to the even 1.0
+  CHECK(half::bf16_bits(1.0f + std::ldexp(3.0f, -8)) == 0x3f82);   // the tie rounds up to the even neighbour
+  CHECK(std::isinf(float(bf16(std::numeric_limits<float>::max()))));
+}
