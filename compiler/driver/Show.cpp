@@ -71,6 +71,22 @@ static std::string runsAs(const Compilation &c, int loop, const std::string &rea
   return reason.empty() ? "" : fmt::format("  runs: step by step: {}\n", reason);
 }
 
+/// "  kept in float: c, h (...)" under a loop of a --dtype bf16|f16 compilation:
+/// the values the loop writes and reads steps back, which plan-memory keeps
+/// in float (docs/precision.md).
+static std::string floatStates(const Compilation &c, const Stage &st) {
+  std::string names;
+  for (NodeId id : st.nodes) {
+    const int b = c.memory.bufferOf[id];
+    if (b < 0 || c.memory.buffers[b].half || !(c.memory.buffers[b].padBefore || c.memory.buffers[b].padAfter)) continue;
+    const Node &n = c.graph.node(id);
+    names += (names.empty() ? "" : ", ") + (n.name.empty() ? fmt::format("%{}", id) : n.name);
+  }
+  if (names.empty()) return "";
+  return fmt::format("  kept in float (--dtype {}): {} (read steps back: rounding at every step would compound)\n",
+                     dtypeName(c.dtype), names);
+}
+
 std::string scheduleText(const Compilation &c, const SourceManager &sm) {
   const Graph &g = c.graph;
   std::string out = fmt::format("schedule {}{}: {} stage{}, {} stream{}\n", g.name, c.optimize ? "" : " (-O0)",
@@ -97,6 +113,7 @@ std::string scheduleText(const Compilation &c, const SourceManager &sm) {
     if (st.loop && st.loopIndex >= 0 && static_cast<size_t>(st.loopIndex) < classes.size()) {
       out += fmt::format("  recurrence: {}\n", recurrenceSummary(g, classes[st.loopIndex]));
       out += runsAs(c, st.loopIndex, reasons[st.loopIndex]);
+      if (isHalf(c.dtype) && c.memory.planned) out += floatStates(c, st);
     }
     for (const Kernel &k : st.kernels) {
       out += fmt::format("  {} k{}: {}", k.gemm ? "gemm  " : "kernel", launch++, kernelSummary(g, k));
