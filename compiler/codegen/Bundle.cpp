@@ -151,6 +151,7 @@ static nlohmann::json manifestOf(const Program &p, const SourceManager &sm, Targ
   m["seeds"] = ports(p.seeds, false);
   m["input_grads"] = ports(p.inputGrads, false);
   m["backward"] = p.hasBackward;
+  m["dtype"] = dtypeName(p.dtype); // "f32" is also the f64 build under RNNC_REAL_DOUBLE
   m["state_seeds"] = !p.stateSeeds.empty();
   auto lines = [&](const KernelIR &k) {
     json a = json::array();
@@ -184,7 +185,7 @@ static nlohmann::json manifestOf(const Program &p, const SourceManager &sm, Targ
   json buffers = json::array();
   for (const Buffer &b : p.buffers) {
     json e = {{"name", b.name}, {"width", b.width}, {"pad_before", b.padBefore}, {"pad_after", b.padAfter},
-              {"steps", bufferSteps(b)}, {"dtype", b.index ? "int32" : "real"},
+              {"steps", bufferSteps(b)}, {"dtype", b.index ? "int32" : b.half ? dtypeName(p.dtype) : "real"},
               {"backward", b.backward}};
     if (b.shares >= 0) e["shares"] = p.buffers[b.shares].name;
     buffers.push_back(e);

@@ -68,12 +68,16 @@ def is_path(source):
     return "\n" not in source and "{" not in source
 
 
-def compile_bundle(source, out_dir, *, entity=None, dims=None, target="cpu", forward_only=False, lengths=False):
+def compile_bundle(source, out_dir, *, entity=None, dims=None, target="cpu", forward_only=False, lengths=False,
+                   dtype=None):
     """Runs `rnnc compile` on a path or on the text of a .rnn file; returns the bundle's folder.
     forward_only: `--forward-only`, a bundle without backward whose workspace keeps nothing for it;
-    lengths: `--lengths`, forward takes each sequence's length."""
+    lengths: `--lengths`, forward takes each sequence's length; dtype: "bf16" or "f16" for
+    `--dtype` (16-bit storage, float compute: docs/precision.md), None for the f32/f64 bundle."""
     rnnc = find_rnnc()
     flags = _dim_flags(dims or {}) + (["--entry", entity] if entity else [])
+    if dtype:
+        flags += ["--dtype", dtype]
     if forward_only:
         flags.append("--forward-only")
     if lengths:

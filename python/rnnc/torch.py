@@ -66,6 +66,19 @@ def _check_args(lib, params, inputs, states, T, B):
                                f"on {params.device}")
 
 
+_DTYPES = (torch.float32, torch.float64, torch.bfloat16, torch.float16)
+_HALF = {torch.bfloat16: "bf16", torch.float16: "f16"}  # --dtype of the 16-bit builds (docs/precision.md)
+
+
+def _autocast_dtype(device):
+    """bf16 or f16 when torch.autocast is on for device's type with that dtype, else None."""
+    kind = device.type
+    if not torch.is_autocast_enabled(kind):
+        return None
+    dt = torch.get_autocast_dtype(kind)
+    return dt if dt in _HALF else None
+
+
 def _dtype_of(lib):
     return {0: torch.float32, 1: torch.float64, 2: torch.bfloat16, 3: torch.float16}[lib.dtype]
 
@@ -339,24 +352,28 @@ class _Source:
 
     def __init__(self, text=None, dims=None, entity=None, bundle=None, lengths=False):
         self.text, self.dims, self.entity, self.lengths = text, dims or {}, entity, lengths
-        self.bundles = {}  # (target, forward_only) -> (manifest, files)
+        self.bundles = {}  # (target, forward_only[, "bf16" or "f16"]) -> (manifest, files)
         if bundle is not None:
             manifest, files = bundle
-            self.bundles[(manifest["target"], False)] = bundle
+            half = manifest.get("dtype") if manifest.get("dtype") in ("bf16", "f16") else None
+            self.bundles[(manifest["target"], False) + ((half,) if half else ())] = bundle
 
-    def bundle(self, target, forward_only):
-        """The bundle for `target`; None for a forward-only one that cannot be compiled here."""
-        key = (target, forward_only)
+    def bundle(self, target, forward_only, half=None):
+        """The bundle for `target` (half: "bf16" or "f16" for a 16-bit one, else the f32/f64 one);
+        None for a forward-only one that cannot be compiled here."""
+        key = (target, forward_only) if half is None else (target, forward_only, half)
         if key not in self.bundles:
             if self.text is None:
                 if forward_only:
                     return None  # a prebuilt bundle: its training build runs under no_grad too
-                have = ", ".join(sorted(t for t, _ in self.bundles))
-                raise RuntimeError(f"this model was loaded from a {have} bundle; it has no {target} build "
-                                   f"(compile one with `rnnc compile --target {target}`)")
+                have = ", ".join(sorted(k[0] for k in self.bundles))
+                what = f"{target}" if half is None else f"--dtype {half} {target}"
+                raise RuntimeError(f"this model was loaded from a {have} bundle; it has no {what} build "
+                                   f"(compile one with `rnnc compile --target {target}"
+                                   f"{'' if half is None else ' --dtype ' + half}`)")
             with tempfile.TemporaryDirectory(prefix="rnnc-load-") as work:
                 path = _build.compile_bundle(self.text, work, entity=self.entity, dims=self.dims, target=target,
-                                             forward_only=forward_only, lengths=self.lengths)
+                                             forward_only=forward_only, lengths=self.lengths, dtype=half)
                 self.bundles[key] = _build.read_bundle(path)
         return self.bundles[key]
 
@@ -368,7 +385,7 @@ class Recurrent(torch.nn.Module):
     def __init__(self, source, dtype, init, target="cpu"):
         super().__init__()
         self._source = source
-        self._manifest = source.bundle(target, False)[0]
+        self._manifest = source.bundle(target, False, _HALF.get(dtype))[0]
         self._libs = {}  # (dtype, target, arch, forward_only) -> Library
         self._fast = {}  # (dtype, device) -> [training Library, forward-only Library or None]: forward's lookup
         lib = self._library(dtype, torch.device(target))
@@ -400,19 +417,25 @@ class Recurrent(torch.nn.Module):
 
     def _library(self, dtype, device, forward_only=False):
         """The build for dtype on device (the forward-only one if asked and available), built lazily."""
-        if dtype not in (torch.float32, torch.float64):
-            raise TypeError(f"{self._manifest['model']} computes in torch.float32 or torch.float64, not {dtype}")
+        if dtype not in _DTYPES:
+            raise TypeError(f"{self._manifest['model']} takes torch.float32, torch.float64, torch.bfloat16 or "
+                            f"torch.float16, not {dtype}")
         if device.type not in ("cpu", "cuda"):
             raise NotImplementedError(f"device {device}: rnnc runs on the CPU and on CUDA")
+        half = _HALF.get(dtype)
+        if half and device.type == "cuda":
+            raise NotImplementedError(f"{dtype} on CUDA: rnnc's 16-bit storage runs on the CPU only so far "
+                                      "(docs/precision.md)")
         arch = _cuda_arch(device) if device.type == "cuda" else None
         key = (dtype, device.type, arch, forward_only)
         lib = self._libs.get(key)
         if lib is None:
-            bundle = self._source.bundle(device.type, forward_only)
+            bundle = self._source.bundle(device.type, forward_only, half)
             if bundle is None:
                 return self._library(dtype, device, False)
             manifest, files = bundle
-            lib = _build.build_library(manifest, files, 8 if dtype == torch.float64 else 4, arch=arch or "sm_90")
+            lib = _build.build_library(manifest, files, 8 if dtype == torch.float64 else 2 if half else 4,
+                                       arch=arch or "sm_90")
             _register(lib)
             self._libs[key] = lib
         return lib
@@ -476,6 +499,15 @@ class Recurrent(torch.nn.Module):
             return out, final
         p = self._param_probe()
         dev, dt = p.device, p.dtype
+        # Under torch.autocast to bf16 or f16, float32 params and inputs run in a 16-bit build,
+        # cast differentiably: the gradients reach the float32 params (their master copies).
+        cast = _autocast_dtype(dev) if dt == torch.float32 else None
+        if cast is not None:
+            dt = cast
+            inputs = [x.to(cast) if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs]
+            if state is not None:
+                state = {k: v.to(cast) if isinstance(v, torch.Tensor) and v.is_floating_point() else v
+                         for k, v in state.items()}
         pair = self._fast.get((dt, dev))
         if pair is None:
             if dev.type == "cuda":
@@ -559,6 +591,8 @@ class Recurrent(torch.nn.Module):
             xs = [x.index_select(1, on_dev) for x in xs]
             states = [v.index_select(1, on_dev) for v in states]
         params = self._flat_params()
+        if cast is not None:
+            params = params.to(cast)
         need_grad = torch.is_grad_enabled() and (params.requires_grad or any(x.requires_grad for x in xs) or
                                                  any(v.requires_grad for v in states))
         if need_grad or (pair[1] is None and tracing):
@@ -599,8 +633,8 @@ def load(source, *, entity=None, dtype=torch.float32, device="cpu", seed=0, leng
     device = torch.device(device)
     if device.type not in ("cpu", "cuda"):
         raise NotImplementedError(f"device {device}: rnnc runs on the CPU and on CUDA")
-    if dtype not in (torch.float32, torch.float64):
-        raise TypeError(f"dtype {dtype}: rnnc takes torch.float32 or torch.float64")
+    if dtype not in _DTYPES:
+        raise TypeError(f"dtype {dtype}: rnnc takes torch.float32, torch.float64, torch.bfloat16 or torch.float16")
     if _build.is_path(source):
         path = os.fspath(source)
         if not os.path.isfile(path):
@@ -623,11 +657,18 @@ def load(source, *, entity=None, dtype=torch.float32, device="cpu", seed=0, leng
     return rec
 
 
-def load_bundle(directory, *, dtype=torch.float32):
+def load_bundle(directory, *, dtype=None):
     """A bundle `rnnc compile` wrote (cpu or cuda), built and loaded; params start at zero
-    (load a state_dict). A cuda bundle's model is on the current CUDA device."""
+    (load a state_dict). A cuda bundle's model is on the current CUDA device. dtype: the
+    bundle's own for a --dtype bf16|f16 bundle (the default), else float32 (or float64)."""
     manifest, files = _build.read_bundle(directory)
     target = manifest["target"]
+    own = {"bf16": torch.bfloat16, "f16": torch.float16}.get(manifest.get("dtype"))
+    if dtype is None:
+        dtype = own or torch.float32
+    elif own is not None and dtype != own or own is None and dtype in _HALF:
+        raise TypeError(f"{directory} is a --dtype {manifest.get('dtype', 'f32')} bundle; it runs in "
+                        f"{own or 'torch.float32 or torch.float64'}, not {dtype}")
     rec = Recurrent(_Source(bundle=(manifest, files)), dtype, None, target=target)
     if target == "cuda":
         _check_cuda(torch.device("cuda"), f"rnnc.load_bundle({directory})")
