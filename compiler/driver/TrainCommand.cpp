@@ -83,9 +83,9 @@ public:
   int run() override {
     CompileOptions o;
     if (!compileOptionsOf(common_, o)) return 1;
-    if (o.dtype != DType::F32) {
-      fmt::print(stderr, "rnnc: error: rnnc train takes --dtype f32 only so far (16-bit training needs f32 master "
-                         "weights and loss scaling: docs/precision.md)\n");
+    if (o.dtype == DType::F64) {
+      fmt::print(stderr, "rnnc: error: rnnc train trains in f32, or in bf16 or f16 storage with f32 master weights "
+                         "(docs/precision.md); not in f64\n");
       return 1;
     }
     o.lengths = train_.min_bptt > 0;

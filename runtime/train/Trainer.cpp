@@ -48,7 +48,7 @@ bool checkRun(const rnnc_model &m, const std::vector<float> &params, const Train
                         RNNC_ABI_VERSION);
     return false;
   }
-  if (m.real_bytes != 4) {
+  if (m.dtype != RNNC_DTYPE_F32 && m.dtype != RNNC_DTYPE_BF16 && m.dtype != RNNC_DTYPE_F16) {
     error = fmt::format("model '{}' computes in {}-byte reals; training runs in float32 only (compile it for float)",
                         m.name, m.real_bytes);
     return false;
@@ -286,30 +286,34 @@ bool trainChecked(const rnnc_model &m, std::vector<float> &params, const TrainOp
   const int64_t wsBytes = m.workspace_bytes(T, B);
   // Params, gradients and the optimizer stay on the host; a CUDA model gets
   // device copies of what it reads and writes each step.
+  // A 16-bit model (--dtype bf16|f16) gets its own copies of every float
+  // array, rounded from the float32 params (the master copies the optimizer
+  // updates), inputs and states; its gradients come back as floats.
   ModelMemory mem(m);
+  RealArrays reals(m, mem);
   void *ws = mem.alloc(wsBytes);
   std::vector<float> grads(static_cast<size_t>(m.param_elements));
   std::vector<float> output(static_cast<size_t>(T * B * m.outputs[0].shape[0]));
-  const int64_t paramBytes = m.param_elements * 4, outputBytes = static_cast<int64_t>(output.size()) * 4;
-  void *dParams = mem.mirror(params.data(), paramBytes), *dGrads = mem.mirror(grads.data(), paramBytes);
-  void *dOutput = mem.mirror(output.data(), outputBytes);
+  const int64_t paramCount = m.param_elements, outputCount = static_cast<int64_t>(output.size());
+  void *dParams = reals.mirror(params.data(), paramCount), *dGrads = reals.mirror(grads.data(), paramCount);
+  void *dOutput = reals.mirror(output.data(), outputCount);
   std::vector<void *> dInputs, dStates;
-  for (int32_t k = 0; k < m.n_inputs && mem.onDevice(); ++k)
-    dInputs.push_back(mem.alloc(T * B * (m.inputs[k].is_index ? 1 : m.inputs[k].shape[0]) * 4));
-  for (auto &c : r.carry) dStates.push_back(mem.mirror(c.data(), static_cast<int64_t>(c.size()) * 4));
+  for (int32_t k = 0; k < m.n_inputs && (mem.onDevice() || reals.converts()); ++k)
+    dInputs.push_back(m.inputs[k].is_index ? mem.alloc(T * B * 4) : reals.alloc(T * B * m.inputs[k].shape[0]));
+  auto count = [](const std::vector<float> &v) { return static_cast<int64_t>(v.size()); };
+  for (auto &c : r.carry) dStates.push_back(reals.mirror(c.data(), count(c)));
   // What forward writes: the first output and the final states (the next
   // segment's carry, once the step is kept). The loss is read_loss's mean,
   // in double (forward's would be a real).
   std::vector<std::vector<float>> finals = r.carry;
   std::vector<void *> dFinals, dOutputs(static_cast<size_t>(m.n_outputs), nullptr);
-  for (auto &f : finals) dFinals.push_back(mem.mirror(f.data(), static_cast<int64_t>(f.size()) * 4));
+  for (auto &f : finals) dFinals.push_back(reals.mirror(f.data(), count(f)));
   dOutputs[0] = dOutput;
   // The evaluation's states where the model reads and writes them (its own, not the training's).
   std::vector<void *> dHeldStates, dHeldFinals;
   for (size_t k = 0; held && k < held->carry.size(); ++k) {
-    const int64_t bytes = static_cast<int64_t>(held->carry[k].size()) * 4;
-    dHeldStates.push_back(mem.mirror(held->carry[k].data(), bytes));
-    dHeldFinals.push_back(mem.mirror(held->finals[k].data(), bytes));
+    dHeldStates.push_back(reals.mirror(held->carry[k].data(), count(held->carry[k])));
+    dHeldFinals.push_back(reals.mirror(held->finals[k].data(), count(held->finals[k])));
   }
   if (!ws || !dParams || !dGrads || !dOutput || !mem.error().empty()) {
     error = fmt::format("model '{}': {}", m.name, mem.error());
@@ -326,8 +330,11 @@ bool trainChecked(const rnnc_model &m, std::vector<float> &params, const TrainOp
   auto placeInputs = [&](const Segment &s, std::vector<const void *> &inputs) {
     inputs = s.pointers;
     for (size_t k = 0; k < dInputs.size(); ++k) {
-      const int64_t bytes = T * B * (m.inputs[k].is_index ? 1 : m.inputs[k].shape[0]) * 4;
-      if (!moved(mem.upload(dInputs[k], s.pointers[k], bytes))) return false;
+      const bool placed = m.inputs[k].is_index
+                              ? mem.upload(dInputs[k], s.pointers[k], T * B * 4)
+                              : reals.upload(dInputs[k], static_cast<const float *>(s.pointers[k]),
+                                             T * B * m.inputs[k].shape[0]);
+      if (!moved(placed)) return false;
       inputs[k] = dInputs[k];
     }
     return true;
@@ -336,7 +343,7 @@ bool trainChecked(const rnnc_model &m, std::vector<float> &params, const TrainOp
   // are after `step`; the loss and metric, each the mean over the segments.
   auto evaluate = [&](int64_t step, Evaluation &e) {
     if (!held->rewind(error)) return false;
-    if (!moved(mem.upload(dParams, params.data(), paramBytes))) return false;
+    if (!moved(reals.upload(dParams, params.data(), paramCount))) return false;
     const rnnc_run_options evalMode{0, o.seed, 0, nullptr};
     double loss = 0, metric = 0;
     std::vector<const void *> inputs;
@@ -346,8 +353,7 @@ bool trainChecked(const rnnc_model &m, std::vector<float> &params, const TrainOp
         for (auto &c : held->carry) std::fill(c.begin(), c.end(), 0.0f);
       if (!placeInputs(held->segment, inputs)) return false;
       for (size_t j = 0; j < dHeldStates.size(); ++j)
-        if (!moved(mem.upload(dHeldStates[j], held->carry[j].data(), static_cast<int64_t>(held->carry[j].size()) * 4)))
-          return false;
+        if (!moved(reals.upload(dHeldStates[j], held->carry[j].data(), count(held->carry[j])))) return false;
       if (m.forward(ws, T, B, dParams, inputs.data(), held->carry.empty() ? nullptr : heldStates.data(),
                     dOutputs.data(), dHeldFinals.data(), nullptr, &evalMode, nullptr)) {
         error = fmt::format("model '{}': forward failed in the evaluation after step {}: {}", m.name, step,
@@ -356,11 +362,10 @@ bool trainChecked(const rnnc_model &m, std::vector<float> &params, const TrainOp
       }
       const double segmentLoss = m.read_loss(ws, T, B, nullptr);
       for (size_t j = 0; j < held->carry.size(); ++j) {
-        const int64_t bytes = static_cast<int64_t>(held->finals[j].size()) * 4;
-        if (!moved(mem.download(held->finals[j].data(), dHeldFinals[j], bytes))) return false;
+        if (!moved(reals.download(held->finals[j].data(), dHeldFinals[j], count(held->finals[j])))) return false;
         held->carry[j] = held->finals[j];
       }
-      if (!moved(mem.download(output.data(), dOutput, outputBytes))) return false;
+      if (!moved(reals.download(output.data(), dOutput, outputCount))) return false;
       loss += segmentLoss;
       metric += held->task->metric(output.data(), segmentLoss);
     }
@@ -394,8 +399,8 @@ bool trainChecked(const rnnc_model &m, std::vector<float> &params, const TrainOp
     std::vector<const void *> inputs;
     if (!placeInputs(segment, inputs)) return false;
     for (size_t k = 0; k < dStates.size(); ++k)
-      if (!moved(mem.upload(dStates[k], r.carry[k].data(), static_cast<int64_t>(r.carry[k].size()) * 4))) return false;
-    if (!moved(mem.upload(dParams, params.data(), paramBytes))) return false;
+      if (!moved(reals.upload(dStates[k], r.carry[k].data(), count(r.carry[k])))) return false;
+    if (!moved(reals.upload(dParams, params.data(), paramCount))) return false;
     // Training mode: each step draws its own masks (dropout, zoneout) from the run's seed.
     // Text with --min-bptt: each sequence's length (a --lengths build carries the state after it).
     const rnnc_run_options options{1, o.seed, static_cast<uint64_t>(step),
@@ -419,7 +424,7 @@ bool trainChecked(const rnnc_model &m, std::vector<float> &params, const TrainOp
         error = fmt::format("model '{}': backward failed at step {}: {}", m.name, step, m.last_error());
         return false;
       }
-      if (!moved(mem.download(grads.data(), dGrads, paramBytes))) return false;
+      if (!moved(reals.download(grads.data(), dGrads, paramCount))) return false;
       norm = clipGradNorm(grads.data(), m.param_elements, o.clip);
       if (!std::isfinite(norm)) {
         const std::string first = firstNonFinite(m, grads.data());
@@ -445,10 +450,10 @@ bool trainChecked(const rnnc_model &m, std::vector<float> &params, const TrainOp
       return false;
     }
     for (size_t k = 0; k < r.carry.size(); ++k) {
-      if (!moved(mem.download(finals[k].data(), dFinals[k], static_cast<int64_t>(finals[k].size()) * 4))) return false;
+      if (!moved(reals.download(finals[k].data(), dFinals[k], count(finals[k])))) return false;
       r.carry[k] = finals[k];
     }
-    if (!moved(mem.download(output.data(), dOutput, outputBytes))) return false;
+    if (!moved(reals.download(output.data(), dOutput, outputCount))) return false;
     const double metric = r.task->metric(output.data(), loss);
     r.step = step;
     result.losses.push_back(loss);

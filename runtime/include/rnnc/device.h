@@ -1,9 +1,11 @@
 // Arrays where a model's entry points want them: host memory for a CPU
 // model, device memory for a CUDA model (through the model's own
 // device_alloc/device_copy, so the program driving it links no CUDA
-// library). Everything allocated is freed with the ModelMemory.
+// library). Everything allocated is freed with the ModelMemory. RealArrays
+// keeps float host arrays for a model of any float dtype.
 #pragma once
 
+#include "rnnc/half.h"
 #include "rnnc/model.h"
 
 #include <cstdint>
@@ -88,6 +90,41 @@ private:
   const rnnc_model &m_;
   std::vector<void *> owned_;
   std::string error_;
+};
+
+/// Float host arrays where a float32, bf16 or f16 model reads and writes
+/// them: for a float32 model exactly ModelMemory's arrays (the host array
+/// itself on the CPU); for a 16-bit one (--dtype bf16|f16) arrays of its own,
+/// which upload rounds into from the floats and download converts back from.
+class RealArrays {
+public:
+  RealArrays(const rnnc_model &m, ModelMemory &mem) : m_(m), mem_(mem) {}
+  /// Whether the model's reals are 16 bits wide (and every array is a copy).
+  bool converts() const { return m_.dtype == RNNC_DTYPE_BF16 || m_.dtype == RNNC_DTYPE_F16; }
+  /// Where the model keeps the n floats of `host`. Null on failure (mem's error()).
+  void *mirror(float *host, int64_t n) { return converts() ? mem_.alloc(n * 2) : mem_.mirror(host, n * 4); }
+  /// n reals of the model's own (not mirroring a host array).
+  void *alloc(int64_t n) { return mem_.alloc(n * m_.real_bytes); }
+  bool upload(void *model, const float *host, int64_t n) {
+    if (!converts()) return mem_.upload(model, host, n * 4);
+    staging_.resize(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i)
+      staging_[i] = m_.dtype == RNNC_DTYPE_BF16 ? half::bf16_bits(host[i]) : half::f16_bits(host[i]);
+    return mem_.upload(model, staging_.data(), n * 2);
+  }
+  bool download(float *host, const void *model, int64_t n) {
+    if (!converts()) return mem_.download(host, model, n * 4);
+    staging_.resize(static_cast<size_t>(n));
+    if (!mem_.download(staging_.data(), model, n * 2)) return false;
+    for (int64_t i = 0; i < n; ++i)
+      host[i] = m_.dtype == RNNC_DTYPE_BF16 ? half::bf16_float(staging_[i]) : half::f16_float(staging_[i]);
+    return true;
+  }
+
+private:
+  const rnnc_model &m_;
+  ModelMemory &mem_;
+  std::vector<uint16_t> staging_;
 };
 
 } // namespace rnnc::rt
