@@ -47,6 +47,10 @@ public:
     w.line("std::fill_n(G, {}, real(0));", p_.paramElements);
     if (p_.droppedGrads) w.line("std::fill_n(ws.dropped_grad, {}, real(0));", p_.droppedElements);
   }
+  void lossScale(Writer &w, bool backward) const override {
+    if (backward) w.line("ws.loss_seed *= ws.loss_scale[0];");
+    else w.line("if (!keep_loss_scale(options, ws.loss_scale)) return 1;");
+  }
   void roundGradients(Writer &w) const override {
     w.line("std::copy_n(G, {}, static_cast<store *>(param_grads));", p_.paramElements);
   }
@@ -111,6 +115,10 @@ void CpuHost::definitions(Writer &w) {
     members.push_back(fmt::format("real *panels; // [{}]: the products' weights, packed by each call (rnnc/panels.h)",
                                   p_.panelElements));
     takes.push_back(fmt::format("ws->panels = c.take_fixed<real>({});", p_.panelElements));
+  }
+  if (p_.lossSeeded) {
+    members.push_back("real *loss_scale; // [1]: forward's options->loss_scale, backward's loss seed's factor");
+    takes.push_back("ws->loss_scale = c.take_fixed<real>(1);");
   }
   if (isHalf(p_.dtype) && p_.hasBackward) {
     members.push_back(fmt::format("real *grads; // [{}]: the params' gradients, summed in real (rounded into param_grads)",

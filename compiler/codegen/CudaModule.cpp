@@ -68,6 +68,11 @@ public:
     w.line("RNNC_CUDA_CHECK(cudaMemcpyAsync(ws.loss_weight, &weight, sizeof(real), cudaMemcpyHostToDevice, s0));");
     w.line("ws.host_lengths = lengths.data(); // each step's library calls are cut to the sequences still running");
   }
+  void lossScale(Writer &w, bool backward) const override {
+    if (backward) return;
+    w.line("float scale;").line("if (!keep_loss_scale(options, &scale)) return 1;");
+    w.line("if (scale != 1) return fail_loss_scale(\"{}\"); // the CPU target's only, so far", p_.name);
+  }
   void droppedParams(Writer &w, bool backward) const override;
   void clearGradients(Writer &w) const override;
   void stages(Writer &w, bool backward) override;

@@ -76,6 +76,10 @@ void HostPrinter::forward() {
     w_.line("// DropConnect: each dropped param is its param times a mask drawn once per call.");
     t_.droppedParams(w_, false);
   }
+  if (p_.lossSeeded) {
+    w_.line("// What backward multiplies the loss by (loss scaling: docs/precision.md).");
+    t_.lossScale(w_, false);
+  }
   if (p_.hasLengths) {
     w_.line("// Each sequence's steps (NULL: all T) and the loss's weight, kept for backward.");
     t_.lengths(w_);
@@ -132,6 +136,7 @@ void HostPrinter::backward() {
   else
     w_.line("real *G = static_cast<real *>(param_grads);");
   t_.context(w_, true);
+  if (p_.lossSeeded) t_.lossScale(w_, true);
   t_.clearGradients(w_);
   paddingClears(true);
   seedCopies();

@@ -56,6 +56,9 @@ public:
   virtual void clearGradients(Writer &w) const = 0;
   /// --dtype bf16|f16: G (summed in real) rounded into the caller's param_grads.
   virtual void roundGradients(Writer &w) const { (void)w; }
+  /// A model whose backward differentiates the loss: forward keeps
+  /// options->loss_scale, backward multiplies the loss seed by it.
+  virtual void lossScale(Writer &w, bool backward) const = 0;
   /// The stages of forward or backward, in schedule order.
   virtual void stages(Writer &w, bool backward) = 0;
   /// A launch of kernel k on `rows` from backward's body (the epilogue).

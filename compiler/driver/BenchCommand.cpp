@@ -106,7 +106,7 @@ std::optional<Timing> timeModel(const rnnc_model &m, const Elaboration &e, int64
     auto t0 = clock::now();
     // Training mode: a step of training draws its masks (a model without any ignores it); served, evaluation.
     const rnnc_run_options options{forwardOnly ? 0 : 1, 0, static_cast<uint64_t>(i),
-                                   lengths.empty() ? nullptr : lengths.data()};
+                                   lengths.empty() ? nullptr : lengths.data(), 0};
     if (m.forward(ws, T, B, dParams, inputs.data(), nullptr, nullptr, nullptr, nullptr, &options, nullptr) != 0 ||
         m.synchronize(nullptr) != 0) {
       fmt::print(stderr, "rnnc: error: {}\n", m.last_error());

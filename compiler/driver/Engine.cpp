@@ -324,7 +324,7 @@ bool runLoadedModel(const rnnc_model &m, const InterpInputs &in, bool grad, Inte
   for (int32_t k = 0; k < m.n_states; ++k) finals.push_back(mem.alloc(m.states[k].depth * B * elements(m.states[k]) * rb));
   void *loss = m.has_loss ? mem.alloc(rb) : nullptr;
   if (!mem.error().empty()) return failed();
-  const rnnc_run_options options{in.train ? 1 : 0, in.seed, in.call, in.lengths.empty() ? nullptr : in.lengths.data()};
+  const rnnc_run_options options{in.train ? 1 : 0, in.seed, in.call, in.lengths.empty() ? nullptr : in.lengths.data(), 0};
   if (m.forward(ws, T, B, params, inputs.data(), states.data(), outputs.data(), finals.data(), loss, &options, nullptr) != 0) {
     error = m.last_error();
     return false;

@@ -75,6 +75,33 @@ public:
     c.add_flag("--quiet", t.quiet, "no progress, only errors");
     c.add_flag("--skip-nonfinite", t.skip_nonfinite,
                "skip a step whose loss or gradient is not finite, and count it (default: stop there)");
+    c.add_option_function<std::string>(
+         "--loss-scale",
+         [&t](const std::string &text) {
+           // "dynamic", "dynamic:S0" or a fixed scale S.
+           const bool dynamic = text.rfind("dynamic", 0) == 0;
+           const std::string number = dynamic ? (text.size() > 8 && text[7] == ':' ? text.substr(8) : "") : text;
+           if (dynamic && text.size() > 7 && number.empty())
+             throw CLI::ValidationError("--loss-scale", "expected dynamic, dynamic:S0 or a scale, got '" + text + "'");
+           double v = 0;
+           if (!number.empty()) {
+             char *end = nullptr;
+             errno = 0;
+             v = std::strtod(number.c_str(), &end);
+             if (*end || errno || !(v > 0) || !std::isfinite(v))
+               throw CLI::ValidationError("--loss-scale", "a scale must be a finite number above 0, got '" + number + "'");
+           }
+           if (dynamic) {
+             t.loss_scale = -1;
+             if (v > 0) t.loss_scale_start = v;
+           } else {
+             t.loss_scale = v;
+           }
+         },
+         "what backward multiplies the loss by, and the gradients are divided by: a fixed S, or dynamic[:S0] "
+         "(f16's default, from 65536: halved and the step skipped when the gradients overflow, doubled after "
+         "2000 good steps; docs/precision.md)")
+        ->type_name("S|dynamic[:S0]");
     addMaxMemory(c, t.max_memory);
     c.add_flag("--tf32", cuda_.tf32, "cuda: float GEMMs may use TF32 tensor cores");
     c.add_flag("--cuda-graphs", cuda_.cudaGraphs, "cuda: replay each loop as a CUDA graph");

@@ -21,7 +21,7 @@ class RunOptions(C.Structure):
     """rnnc_run_options: training or evaluation, the masks' seed, and each
     sequence's length (--lengths models)."""
     _fields_ = [("train", C.c_int32), ("seed", C.c_uint64), ("call", C.c_uint64),
-                ("lengths", C.POINTER(C.c_int32))]
+                ("lengths", C.POINTER(C.c_int32)), ("loss_scale", C.c_double)]
 
 
 class Model(C.Structure):

@@ -344,7 +344,7 @@ bool trainChecked(const rnnc_model &m, std::vector<float> &params, const TrainOp
   auto evaluate = [&](int64_t step, Evaluation &e) {
     if (!held->rewind(error)) return false;
     if (!moved(reals.upload(dParams, params.data(), paramCount))) return false;
-    const rnnc_run_options evalMode{0, o.seed, 0, nullptr};
+    const rnnc_run_options evalMode{0, o.seed, 0, nullptr, 0};
     double loss = 0, metric = 0;
     std::vector<const void *> inputs;
     for (int64_t k = 0; k < o.eval_batches; ++k) {
@@ -391,6 +391,10 @@ bool trainChecked(const rnnc_model &m, std::vector<float> &params, const TrainOp
     progress.update(step, loss, metric, norm, r.opt->learningRate(), evaluated ? &e : nullptr);
     return true;
   };
+  // Loss scaling: backward differentiates scale · loss; the gradients are divided back.
+  const bool dynamicScale = o.loss_scale < 0 || (o.loss_scale == 0 && m.dtype == RNNC_DTYPE_F16);
+  double scale = o.loss_scale > 0 ? o.loss_scale : dynamicScale ? o.loss_scale_start : 1;
+  int64_t goodSteps = 0;
   while (r.step < o.steps) {
     const int64_t step = r.step + 1;
     r.task->next(segment);
@@ -404,7 +408,7 @@ bool trainChecked(const rnnc_model &m, std::vector<float> &params, const TrainOp
     // Training mode: each step draws its own masks (dropout, zoneout) from the run's seed.
     // Text with --min-bptt: each sequence's length (a --lengths build carries the state after it).
     const rnnc_run_options options{1, o.seed, static_cast<uint64_t>(step),
-                                   segment.lengths.empty() ? nullptr : segment.lengths.data()};
+                                   segment.lengths.empty() ? nullptr : segment.lengths.data(), scale};
     if (m.forward(ws, T, B, dParams, inputs.data(), r.carry.empty() ? nullptr : states.data(), dOutputs.data(),
                   dFinals.data(), nullptr, &options, nullptr)) {
       error = fmt::format("model '{}': forward failed at step {}: {}", m.name, step, m.last_error());
@@ -425,7 +429,29 @@ bool trainChecked(const rnnc_model &m, std::vector<float> &params, const TrainOp
         return false;
       }
       if (!moved(reals.download(grads.data(), dGrads, paramCount))) return false;
+      if (scale != 1)
+        for (float &g : grads) g = static_cast<float>(g / scale);
       norm = clipGradNorm(grads.data(), m.param_elements, o.clip);
+      if (!std::isfinite(norm) && dynamicScale) {
+        // An overflow of the scaled gradients: skipped as a non-finite step is, at half the scale.
+        if (!o.quiet && result.scale_skips < 10)
+          fmt::print(stderr, "rnnc: warning: step {}: the gradients overflowed at loss scale {:g}; step skipped, "
+                             "the scale halved{}\n",
+                     step, scale, result.scale_skips == 9 ? " (further skips are only counted)" : "");
+        ++result.scale_skips;
+        scale /= 2;
+        goodSteps = 0;
+        r.opt->setSteps(step);
+        r.step = step;
+        result.losses.push_back(loss);
+        result.steps_done = step;
+        if (!report(step, loss, std::nan(""), norm) || !checkpointIfDue(step)) return false;
+        continue;
+      }
+      if (dynamicScale && ++goodSteps == TrainOptions::kLossScaleInterval) {
+        scale *= 2;
+        goodSteps = 0;
+      }
       if (!std::isfinite(norm)) {
         const std::string first = firstNonFinite(m, grads.data());
         bad = first.empty() ? "the gradient norm is " + valueText(norm) : "the gradient of " + first;
@@ -463,13 +489,17 @@ bool trainChecked(const rnnc_model &m, std::vector<float> &params, const TrainOp
     if (!report(step, loss, metric, norm) || !checkpointIfDue(step)) return false;
   }
   result.skipped = r.skipped;
+  result.loss_scale = scale;
   progress.finish();
   if (!result.losses.empty()) result.first_loss = result.losses.front();
   if (!o.save.empty() && !r.save(error)) return false;
   if (!o.quiet && !result.losses.empty())
     fmt::print(stderr, "final {} {:.4f}, loss {:.4f} after {} steps{}{}\n", result.metric_name, result.last_metric,
                result.last_loss, result.steps_done,
-               r.skipped ? fmt::format(" ({} skipped as non-finite)", r.skipped) : "",
+               r.skipped ? fmt::format(" ({} skipped as non-finite)", r.skipped)
+               : result.scale_skips
+                   ? fmt::format(" ({} skipped by loss scaling, now {:g})", result.scale_skips, scale)
+                   : "",
                result.evaluations.empty() ? ""
                                           : fmt::format("; eval {} {:.4f}, loss {:.4f}", result.metric_name,
                                                         result.evaluations.back().metric,

@@ -65,7 +65,7 @@ int64_t widthOf(const rnnc_tensor &t) { return t.is_index ? 1 : t.shape[0]; }
 
 /// Both models run in training mode with one seed: a model with dropout or
 /// zoneout draws its masks, and both must draw the same ones.
-const rnnc_run_options kTraining{1, 20261202, 3, nullptr};
+const rnnc_run_options kTraining{1, 20261202, 3, nullptr, 0};
 
 /// `v` in the model's real type, as bytes.
 std::vector<char> asReals(const std::vector<double> &v, int32_t realBytes) {

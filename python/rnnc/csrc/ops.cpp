@@ -155,7 +155,7 @@ std::vector<Tensor> forwardKernel(int64_t model, const Tensor &params_, at::Tens
   }
   // seed >= 0: training, dropout and zoneout draw their masks from it; -1: evaluation.
   const rnnc_run_options options{seed >= 0 ? 1 : 0, static_cast<uint64_t>(seed >= 0 ? seed : 0), 0,
-                                 lengths.defined() ? lengths.data_ptr<int32_t>() : nullptr};
+                                 lengths.defined() ? lengths.data_ptr<int32_t>() : nullptr, 0};
   int rc = m->forward(ws.data_ptr(), T, B, params.data_ptr(), ins.data(), sts.empty() ? nullptr : sts.data(),
                       outs.data(), finals.data(), m->has_loss ? loss.data_ptr() : nullptr, &options,
                       streamOf(params.device()));

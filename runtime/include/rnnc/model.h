@@ -60,6 +60,11 @@ typedef struct rnnc_run_options {
   /* [B], host memory, read before forward returns: the steps each sequence
    * runs, 1..T (NULL: all T). Only for models with has_lengths. */
   const int32_t *lengths;
+  /* What backward multiplies the loss by (0: 1): a training loop's loss
+   * scaling for 16-bit storage (docs/precision.md), whose gradients it
+   * divides by it again. Finite and not negative; CPU models only so far
+   * (a CUDA model fails a forward given another scale than 1). */
+  double loss_scale;
 } rnnc_run_options;
 
 typedef struct rnnc_model {

@@ -31,6 +31,14 @@ struct TrainOptions {
   int64_t max_memory = 0;           // bytes a run may allocate; 0: the machine's physical memory
   int64_t eval_every = 0;           // steps between held-out evaluations; 0: only after the last step
   int64_t eval_batches = 8;         // segments per evaluation; 0: no evaluation (text: all of it trains)
+  /// Loss scaling (docs/precision.md): > 0 a fixed scale; < 0 dynamic; 0 (the
+  /// default) dynamic for an f16 model, none for others. Dynamic scaling
+  /// starts at loss_scale_start, halves on a
+  /// gradient that is not finite (the step skipped) and doubles after
+  /// kLossScaleInterval good steps in a row. A resumed run starts it afresh.
+  double loss_scale = 0;
+  double loss_scale_start = 65536;
+  static constexpr int64_t kLossScaleInterval = 2000;
 };
 
 struct TrainResult {
@@ -39,6 +47,8 @@ struct TrainResult {
   std::string metric_name;
   std::vector<double> losses;       // the loss of each step this call ran (a skipped step's too)
   int64_t skipped = 0;              // steps skipped as non-finite (--skip-nonfinite), resumed runs included
+  int64_t scale_skips = 0;          // steps dynamic loss scaling skipped (an overflow: the scale halved)
+  double loss_scale = 1;            // the loss scale after the last step
   std::vector<Evaluation> evaluations;  // the held-out evaluations this call ran, in order
 };
 
@@ -53,7 +63,7 @@ double trainingPlanBytes(const rnnc_model &m, const TrainOptions &o);
 /// train() checks it too; a caller may check before drawing the params.
 bool checkTrainingPlan(const rnnc_model &m, const TrainOptions &o, std::string &error);
 
-/// Trains `m` (float32 only) on the task for `o.steps` steps in total.
+/// Trains `m` (float32, or bf16 and f16 with float32 master weights) on the task for `o.steps` steps in total.
 /// params: the flat initial params (param_elements floats), overwritten with
 /// the trained ones. Prints errors as one line "rnnc: error: ..." to stderr
 /// and returns exit code 1; 0 on success. Progress goes to stderr.

@@ -167,10 +167,29 @@ inline void packed_gradient(const int32_t *lengths, int64_t B, int64_t r0, int64
       [](int64_t, int64_t) {});
 }
 
+/// A loss scale other than 1 given to a CUDA model.
+inline int fail_loss_scale(const char *model) {
+  last_error() = std::string(model) + ": a CUDA model takes no loss scale other than 1 yet (docs/precision.md)";
+  return 1;
+}
+
 /// Lengths given to a model compiled without --lengths.
 inline int fail_no_lengths(const char *model) {
   last_error() = std::string(model) + " was compiled without --lengths: it cannot take sequence lengths";
   return 1;
+}
+
+/// forward's options->loss_scale (0 or no options: 1) into `scale`, for
+/// backward's loss seed. False with the reason in last_error() when it is
+/// negative or not finite.
+template <class Real> inline bool keep_loss_scale(const rnnc_run_options *options, Real *scale) {
+  const double s = options ? options->loss_scale : 0;
+  if (!(s >= 0) || !std::isfinite(s)) {
+    last_error() = "loss_scale = " + std::to_string(s) + ": it must be finite and not negative (0 means 1)";
+    return false;
+  }
+  *scale = static_cast<Real>(s > 0 ? s : 1);
+  return true;
 }
 
 /// The steps each sequence runs, from options->lengths (NULL: all T), checked
