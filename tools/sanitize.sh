@@ -20,8 +20,10 @@ export RNNC_SANITIZER=1
 # keeps CI under an hour on 2 cores.
 export RNNC_NUMERIC_COMPILED_GEN=${RNNC_NUMERIC_COMPILED_GEN:-3}
 export RNNC_NUMERIC_GEN=${RNNC_NUMERIC_GEN:-15}
-# and one finite-difference coordinate per param, input and state (3, 3, 2 there).
+# and one finite-difference coordinate per param, input and state (3, 3, 2 there);
 export RNNC_NUMERIC_FD_COORDS=${RNNC_NUMERIC_FD_COORDS:-1}
+# and 16-bit storage on four samples (every sample there).
+export RNNC_NUMERIC_PRECISION_SAMPLES=${RNNC_NUMERIC_PRECISION_SAMPLES:-lstm,gru,mingru,charlm}
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 ctest --test-dir "$build" --output-on-failure -LE fuzz "$@"

@@ -19,7 +19,8 @@ bf16, 6e-3 for f16; the worst measured are 2.9e-2 and 3.3e-3 (docs/precision.md)
 A second check per dtype: the values are not those of f32 (a run that stored
 f32 would pass the bound): on lstm, some output must differ from f32.
 
-`-k precision/` selects them (run_all.py)."""
+`-k precision/` selects them (run_all.py). RNNC_NUMERIC_PRECISION_SAMPLES=a,b
+runs those samples only (the sanitized tier's part: tools/sanitize.sh)."""
 import os
 import sys
 import zlib
@@ -65,7 +66,9 @@ def precision_check(rnnc, shared, name, path, seed, dtype):
 def cases(rnnc):
     shared = tc.Shared()
     out = []
-    samples = sorted(os.path.join(nl.SAMPLES, f) for f in os.listdir(nl.SAMPLES) if f.endswith(".rnn"))
+    only = [s for s in os.environ.get("RNNC_NUMERIC_PRECISION_SAMPLES", "").split(",") if s]
+    samples = sorted(os.path.join(nl.SAMPLES, f) for f in os.listdir(nl.SAMPLES)
+                     if f.endswith(".rnn") and (not only or f[:-4] in only))
     for p in samples:
         name = os.path.basename(p)[:-4]
         for dtype in ("bf16", "f16"):
