@@ -417,6 +417,7 @@ bool trainChecked(const rnnc_model &m, std::vector<float> &params, const TrainOp
     const double loss = m.read_loss(ws, T, B, nullptr);
     double norm = 0;
     std::string bad;
+    bool overflowed = false; // dynamic loss scaling skips the step
     if (!std::isfinite(loss)) {
       const std::string first = firstNonFinite(m, params.data()), largest = largestParam(m, params.data());
       bad = "the loss is " + valueText(loss) +
@@ -441,27 +442,20 @@ bool trainChecked(const rnnc_model &m, std::vector<float> &params, const TrainOp
         ++result.scale_skips;
         scale /= 2;
         goodSteps = 0;
-        r.opt->setSteps(step);
-        r.step = step;
-        result.losses.push_back(loss);
-        result.steps_done = step;
-        if (!report(step, loss, std::nan(""), norm) || !checkpointIfDue(step)) return false;
-        continue;
-      }
-      if (dynamicScale && ++goodSteps == TrainOptions::kLossScaleInterval) {
+        overflowed = true;
+      } else if (!std::isfinite(norm)) {
+        const std::string first = firstNonFinite(m, grads.data());
+        bad = first.empty() ? "the gradient norm is " + valueText(norm) : "the gradient of " + first;
+      } else if (dynamicScale && ++goodSteps == TrainOptions::kLossScaleInterval) {
         scale *= 2;
         goodSteps = 0;
       }
-      if (!std::isfinite(norm)) {
-        const std::string first = firstNonFinite(m, grads.data());
-        bad = first.empty() ? "the gradient norm is " + valueText(norm) : "the gradient of " + first;
-      }
     }
-    if (!bad.empty()) {
+    if (overflowed || !bad.empty()) {
       // Skipped: params, optimizer state and carried states stay as they
       // were; the data moves on, and the step counts (Adam's too), so that a
       // resumed run skips the same steps.
-      if (!r.nonFinite(step, bad, error)) return false;
+      if (!overflowed && !r.nonFinite(step, bad, error)) return false;
       r.opt->setSteps(step);
       r.step = step;
       result.losses.push_back(loss);
