@@ -3,12 +3,15 @@
 // on a sweep of float bit patterns, and bf16 is checked against its
 // definition (the nearest of the two neighbours, ties to the even one).
 #include "rnnc/half.h"
+#include "rnnc/panels.h"
 
 #include <catch2/catch.hpp>
 
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <random>
+#include <vector>
 
 using namespace rnnc;
 
@@ -78,4 +81,31 @@ TEST_CASE("half: bf16 is the nearest of its neighbours, ties to even, and conver
   CHECK(half::bf16_bits(1.0f + std::ldexp(1.0f, -8)) == 0x3f80);   // the tie rounds to the even 1.0
   CHECK(half::bf16_bits(1.0f + std::ldexp(3.0f, -8)) == 0x3f82);   // the tie rounds up to the even neighbour
   CHECK(std::isinf(float(bf16(std::numeric_limits<float>::max()))));
+}
+
+TEST_CASE("half: products and weight gradients of 16-bit rows equal the float ones, rounded once", "[half][panels]") {
+  // Rows stored in bf16 go through float blocks (rnnc/panels.h): the same bits as the float
+  // kernels on the converted values, then one rounding; over several blocks of rows too.
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const int64_t M = 20000, N = 40, K = 64;
+  std::vector<bf16> a(size_t(M * K));
+  std::vector<float> af(a.size()), w(size_t(N * K));
+  for (size_t i = 0; i < a.size(); ++i) af[i] = a[i] = bf16(normal(rng));
+  for (float &x : w) x = normal(rng);
+  std::vector<float> panels(size_t(cpu::panel_elements<float>(N, K)));
+  cpu::pack_panels(true, N, K, w.data(), panels.data());
+  std::vector<bf16> c(size_t(M * N));
+  std::vector<float> cf(c.size());
+  cpu::panel_product(M, N, K, a.data(), panels.data(), c.data(), N);
+  cpu::panel_product(M, N, K, af.data(), panels.data(), cf.data(), N);
+  int64_t differ = 0;
+  for (size_t i = 0; i < c.size(); ++i) differ += c[i].bits != bf16(cf[i]).bits;
+  CHECK(differ == 0);
+  // G[N][K] += Σ_r d[r]ᵀ x[r] with d the bf16 rows of c and x those of a: 2 blocks of rows at these widths.
+  std::vector<float> cfr(c.size()), g(size_t(N * K), 0.5f), gf(g);
+  for (size_t i = 0; i < c.size(); ++i) cfr[i] = c[i];
+  cpu::weight_gradient(N, K, M, c.data(), a.data(), g.data());
+  cpu::weight_gradient(N, K, M, cfr.data(), af.data(), gf.data());
+  CHECK(std::memcmp(g.data(), gf.data(), g.size() * sizeof(float)) == 0);
 }

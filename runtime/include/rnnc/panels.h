@@ -250,12 +250,14 @@ inline void weight_gradient(int64_t M, int64_t N, int64_t R, const SD *D, const 
   if constexpr (std::is_same_v<SD, E> && std::is_same_v<SX, E>) {
     panels_detail::gradient(panels_detail::isa(), M, N, R, D, X, G);
   } else {
-    constexpr int64_t kRows = 256;
+    // Blocks of up to 2^20 elements (4 MiB of floats): the rows of every step at once in one block
+    // at the usual widths, so that a block is one team's work, not many.
+    const int64_t block = std::max<int64_t>(256, (int64_t(1) << 20) / std::max<int64_t>(1, std::max(M, N)));
     thread_local std::vector<E> d, x;
-    d.resize(size_t(std::min(R, kRows) * M));
-    x.resize(size_t(std::min(R, kRows) * N));
-    for (int64_t r0 = 0; r0 < R; r0 += kRows) {
-      const int64_t n = std::min(kRows, R - r0);
+    d.resize(size_t(std::min(R, block) * M));
+    x.resize(size_t(std::min(R, block) * N));
+    for (int64_t r0 = 0; r0 < R; r0 += block) {
+      const int64_t n = std::min(block, R - r0);
       std::copy_n(D + r0 * M, n * M, d.data());
       std::copy_n(X + r0 * N, n * N, x.data());
       panels_detail::gradient(panels_detail::isa(), M, N, n, d.data(), x.data(), G);
@@ -274,12 +276,12 @@ inline void panel_product(int64_t M, int64_t N, int64_t K, const SA *A, const E 
   if constexpr (std::is_same_v<SA, E> && std::is_same_v<SC, E>) {
     panels_detail::product(panels_detail::isa(), M, N, K, A, panels, C, ldc);
   } else {
-    constexpr int64_t kRows = 256;
+    const int64_t block = std::max<int64_t>(256, (int64_t(1) << 20) / std::max<int64_t>(1, std::max(N, K)));
     thread_local std::vector<E> a, c;
-    if constexpr (!std::is_same_v<SA, E>) a.resize(size_t(std::min(M, kRows) * K));
-    if constexpr (!std::is_same_v<SC, E>) c.resize(size_t(std::min(M, kRows) * N));
-    for (int64_t r0 = 0; r0 < M; r0 += kRows) {
-      const int64_t n = std::min(kRows, M - r0);
+    if constexpr (!std::is_same_v<SA, E>) a.resize(size_t(std::min(M, block) * K));
+    if constexpr (!std::is_same_v<SC, E>) c.resize(size_t(std::min(M, block) * N));
+    for (int64_t r0 = 0; r0 < M; r0 += block) {
+      const int64_t n = std::min(block, M - r0);
       const E *rows = nullptr;
       if constexpr (std::is_same_v<SA, E>) rows = A + r0 * K;
       else rows = std::copy_n(A + r0 * K, n * K, a.data()) - n * K;
