@@ -34,32 +34,28 @@ inline uint16_t bf16_bits(float f) {
 inline float bf16_float(uint16_t h) { return bits_float(uint32_t(h) << 16); }
 
 /// IEEE binary16: 5 bits of exponent (largest finite 65504), 10 of mantissa.
-/// f16_bits and f16_float take one F16C instruction where the target has it
-/// (x86 since 2012), which rounds the same as these.
+/// Both ways without branches (every case computed, one selected). f16_bits
+/// and f16_float take one F16C instruction instead where the target has it
+/// (x86 since 2012): it rounds the same, and measured faster than these
+/// vectorized (docs/precision.md).
 inline uint16_t f16_bits_soft(float f) {
-  uint32_t u = float_bits(f);
-  const uint16_t sign = uint16_t((u >> 16) & 0x8000u);
-  u &= 0x7fffffffu;
-  if (u >= 0x7f800000u) return uint16_t(sign | (u > 0x7f800000u ? 0x7e00u : 0x7c00u)); // NaN, inf
-  if (u >= 0x477ff000u) return uint16_t(sign | 0x7c00u); // 65520 and up round to inf
-  if (u < 0x38800000u) {
-    // Below 2^-14: a subnormal or zero. Adding 0.5f puts the 2^-24 units in
-    // the low bits, rounded to nearest even by the float addition itself.
-    const float shifted = bits_float(u) + 0.5f;
-    return uint16_t(sign | (float_bits(shifted) - 0x3f000000u));
-  }
-  const uint32_t odd = (u >> 13) & 1u;
-  u += (uint32_t(15 - 127) << 23) + 0xfffu + odd; // rebias the exponent, round half to even
-  return uint16_t(sign | (u >> 13));
+  const uint32_t all = float_bits(f), sign = (all >> 16) & 0x8000u, u = all & 0x7fffffffu;
+  // Normal: rebias the exponent (127 - 15 = 112) and round half to even at bit 13.
+  const uint32_t normal = (u - (112u << 23) + 0xfffu + ((u >> 13) & 1u)) >> 13;
+  // Below 2^-14, a subnormal or zero: adding 0.5f puts the 2^-24 units in the
+  // low bits, rounded to nearest even by the float addition itself.
+  const uint32_t subnormal = float_bits(bits_float(u) + 0.5f) - 0x3f000000u;
+  uint32_t r = u < 0x38800000u ? subnormal : normal;
+  r = u >= 0x477ff000u ? 0x7c00u : r; // 65520 and up (and inf) round to inf
+  r = u > 0x7f800000u ? 0x7e00u : r;  // a quiet NaN
+  return uint16_t(sign | r);
 }
 inline float f16_float_soft(uint16_t h) {
   const uint32_t sign = uint32_t(h & 0x8000u) << 16, exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
-  if (exponent == 0) { // zero or subnormal: mantissa · 2^-24, exact in float
-    const float m = std::ldexp(float(mantissa), -24);
-    return sign ? -m : m;
-  }
-  if (exponent == 31) return bits_float(sign | 0x7f800000u | (mantissa << 13));
-  return bits_float(sign | ((exponent + 112) << 23) | (mantissa << 13));
+  const float subnormal = float(mantissa) * 5.9604644775390625e-8f; // mantissa · 2^-24, exact
+  const uint32_t normal = exponent == 31 ? 0x7f800000u | (mantissa << 13) : ((exponent + 112) << 23) | (mantissa << 13);
+  const uint32_t bits = exponent == 0 ? float_bits(subnormal) : normal;
+  return bits_float(sign | bits);
 }
 
 #if defined(__F16C__)
@@ -80,6 +76,10 @@ struct bf16 {
   uint16_t bits;
   bf16() = default;
   bf16(float f) : bits(half::bf16_bits(f)) {}
+  bf16 &operator=(float f) { // in place: no temporary, so a loop of stores vectorizes
+    bits = half::bf16_bits(f);
+    return *this;
+  }
   operator float() const { return half::bf16_float(bits); }
 };
 
@@ -88,6 +88,10 @@ struct f16 {
   uint16_t bits;
   f16() = default;
   f16(float f) : bits(half::f16_bits(f)) {}
+  f16 &operator=(float f) {
+    bits = half::f16_bits(f);
+    return *this;
+  }
   operator float() const { return half::f16_float(bits); }
 };
 
