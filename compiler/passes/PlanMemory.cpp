@@ -42,8 +42,9 @@
 //    over every row: one wide, or the summed value's width for a width-1
 //    param), the masks' key (4 words, when the graph has keep ops), the
 //    CPU's panels (each product's weight packed once per call, one per
-//    weight and orientation; forward and backward share them), and the
-//    figures.
+//    weight and orientation; forward and backward share them), the CPU's
+//    loss scale (one real, when backward seeds the loss) and, with 16-bit
+//    storage, its float sums of the params' gradients, and the figures.
 #include "passes/PlanMemory.h"
 
 #include "passes/Autodiff.h"
@@ -561,6 +562,13 @@ void MemoryPlanner::figures() {
   }
   for (const auto &[name, id] : g_.grads.params)
     if (g_.droppedParam(name)) m_.droppedGradElements = m_.droppedElements;
+  for (const GraphPort &seed : g_.grads.seeds) m_.lossScale |= seed.name == "loss";
+  if (isHalf(c_.dtype) && !g_.grads.seeds.empty())
+    for (const GraphParam &p : g_.params) {
+      int64_t n = 1;
+      for (int64_t d : p.shape) n *= d;
+      m_.gradSumElements += n;
+    }
   panels();
   for (const Stage &stage : c_.schedule.stages)
     for (const Kernel &k : stage.kernels) {

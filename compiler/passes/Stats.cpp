@@ -61,6 +61,9 @@ Stats computeStats(const Compilation &c) {
   s.droppedGradBytes = 4 * c.memory.droppedGradElements;
   s.packedBytesPerRow = 4 * c.memory.packWidth;
   s.panelBytes = 4 * c.memory.panelElements;
+  s.dtype = c.dtype;
+  s.lossScaleBytes = c.memory.lossScale ? 4 : 0;
+  s.gradSumBytes = 4 * c.memory.gradSumElements;
   s.buffers = c.memory.buffers;
   return s;
 }
@@ -74,6 +77,8 @@ int64_t workspaceBytes(const MemoryPlan &m, int64_t T, int64_t B, bool cuda) {
   if (m.maskKeyBytes) total += aligned(m.maskKeyBytes);
   if (m.lengths) total += aligned(4 * B) + aligned(8);
   if (!cuda && m.panelElements) total += aligned(4 * m.panelElements);
+  if (!cuda && m.lossScale) total += aligned(4);
+  if (!cuda && m.gradSumElements) total += aligned(4 * m.gradSumElements);
   if (!cuda && m.packWidth) total += aligned(4 * std::min(T * B, MemoryPlan::kPackedRows) * m.packWidth);
   if (m.droppedElements) total += aligned(4 * m.droppedElements);
   if (m.droppedGradElements) total += aligned(4 * m.droppedGradElements);
@@ -98,7 +103,7 @@ nlohmann::json statsJson(const Stats &s) {
   for (const WorkspaceBuffer &b : s.buffers) {
     nlohmann::json e = {{"name", b.name},
                         {"width", b.width},
-                        {"dtype", b.index ? "int32" : "real"},
+                        {"dtype", b.index ? "int32" : b.half ? dtypeName(s.dtype) : "real"},
                         {"pad_before", b.padBefore},
                         {"pad_after", b.padAfter},
                         {"steps", bufferSteps(b)},
@@ -121,6 +126,8 @@ nlohmann::json statsJson(const Stats &s) {
           {"packed_bytes_per_row", s.packedBytesPerRow},
           {"packed_rows", MemoryPlan::kPackedRows},
           {"panel_bytes", s.panelBytes},
+          {"loss_scale_bytes", s.lossScaleBytes},
+          {"grad_sum_bytes", s.gradSumBytes},
           {"dropped_grad_bytes", s.droppedGradBytes},
           {"workspace", {{"align_bytes", 64}, {"buffers", buffers}}},
           {"kernels", s.kernels}};

@@ -25,6 +25,7 @@ struct DirectionStats {
 struct Stats {
   DirectionStats forward, backward; // backward: zero until BPTT lands
   int streams = 1;
+  DType dtype = DType::F32; // --dtype: a 16-bit buffer's elements are 2 bytes
   // Memory, per sequence, float32 (c.memory):
   int64_t savedBytesPerStep = 0;  // forward values backward reads
   int64_t bufferBytesPerStep = 0; // the workspace's buffers, per step of T
@@ -34,6 +35,8 @@ struct Stats {
   int64_t droppedParamBytes = 0;  // dropped params (DropConnect), float32, not per sequence
   int64_t packedBytesPerRow = 0;  // --lengths, CPU: the running rows packed, float32, up to kPackedRows rows
   int64_t panelBytes = 0;         // CPU: the products' weights packed once per call (float32)
+  int64_t lossScaleBytes = 0;     // CPU: forward's loss scale, kept for backward (float32)
+  int64_t gradSumBytes = 0;       // CPU, --dtype bf16|f16: the params' gradients summed in float32
   int64_t droppedGradBytes = 0;   // and their gradients
   std::vector<WorkspaceBuffer> buffers;
   int kernels = 0;
