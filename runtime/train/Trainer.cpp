@@ -48,7 +48,8 @@ bool checkRun(const rnnc_model &m, const std::vector<float> &params, const Train
                         RNNC_ABI_VERSION);
     return false;
   }
-  if (m.dtype != RNNC_DTYPE_F32 && m.dtype != RNNC_DTYPE_BF16 && m.dtype != RNNC_DTYPE_F16) {
+  const bool half = m.dtype == RNNC_DTYPE_BF16 || m.dtype == RNNC_DTYPE_F16;
+  if (!(m.dtype == RNNC_DTYPE_F32 && m.real_bytes == 4) && !(half && m.real_bytes == 2)) {
     error = fmt::format("model '{}' computes in {}-byte reals; training runs in float32 only (compile it for float)",
                         m.name, m.real_bytes);
     return false;
