@@ -250,8 +250,8 @@ TEST_CASE("plan-memory: --dtype bf16 stores what keeps every step in 16 bits, bu
   // F16 plans the same buffers; F64 none in 16 bits.
   auto f16 = planned(test::kLstmSource, Backward::All, TimeParallelMode::Auto, {}, DType::F16);
   CHECK(f16->m().bytesPerStep == bf16->m().bytesPerStep);
-  for (const WorkspaceBuffer &b : planned(test::kLstmSource, Backward::All, TimeParallelMode::Auto, {}, DType::F64)->m().buffers)
-    CHECK_FALSE(b.half);
+  auto f64 = planned(test::kLstmSource, Backward::All, TimeParallelMode::Auto, {}, DType::F64);
+  for (const WorkspaceBuffer &b : f64->m().buffers) CHECK_FALSE(b.half);
   // A loop run as a scan composes float coefficients: nothing it reads or writes is 16 bits.
   auto scan = planned(kMinGru, Backward::None, TimeParallelMode::Auto, {}, DType::BF16);
   REQUIRE(scanOf(scan->m()));
