@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <type_traits>
@@ -190,6 +191,11 @@ bool saveCheckpoint(const std::string &path, const rnnc_model &m, const Checkpoi
                    {"rng", c.rng},
                    {"data_position", std::to_string(c.position)},
                    {"skipped", std::to_string(c.skipped)}};
+  if (c.loss_scale > 0) {
+    meta["loss_scale"] = fmt::format("{:.17g}", c.loss_scale);
+    meta["loss_scale_good_steps"] = std::to_string(c.scale_good_steps);
+    meta["loss_scale_skips"] = std::to_string(c.scale_skips);
+  }
   meta["checksum"] = fmt::format("{:016x}", checkpointChecksum(meta, tensors));
   return io::writeSafetensors(path, tensors, error, meta);
 }
@@ -224,6 +230,20 @@ bool loadCheckpoint(const std::string &path, const rnnc_model &m, Checkpoint &c,
   if (meta.count("skipped") && !parseInt(meta, "skipped", c.skipped, why)) return fail(why);
   if (c.skipped < 0 || c.skipped > c.step)
     return fail(fmt::format("its count of skipped steps {} is not within its {} steps", c.skipped, c.step));
+  c.loss_scale = 0; // written by runs with dynamic loss scaling only
+  c.scale_good_steps = c.scale_skips = 0;
+  if (meta.count("loss_scale")) {
+    const std::string &text = meta.at("loss_scale");
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), c.loss_scale);
+    if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(c.loss_scale) || !(c.loss_scale > 0))
+      return fail(fmt::format("its metadata 'loss_scale' is not a positive number: '{}'", text));
+    if (!parseInt(meta, "loss_scale_good_steps", c.scale_good_steps, why) ||
+        !parseInt(meta, "loss_scale_skips", c.scale_skips, why))
+      return fail(why);
+    if (c.scale_good_steps < 0 || c.scale_good_steps > c.step || c.scale_skips < 0 || c.scale_skips > c.step)
+      return fail(fmt::format("its loss scaling counts ({} good steps, {} skipped) are not within its {} steps",
+                              c.scale_good_steps, c.scale_skips, c.step));
+  }
   c.rng = get(meta, "rng");
   if (!fillTensors(*tensors, layout(m, c), why)) return fail(why);
   return true;

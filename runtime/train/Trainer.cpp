@@ -154,6 +154,11 @@ struct Run {
     c.slots = opt->slots();
     c.carry = carry;
     c.skipped = skipped;
+    if (dynamicScale) {
+      c.loss_scale = scale;
+      c.scale_good_steps = goodSteps;
+      c.scale_skips = scaleSkips;
+    }
     return c;
   }
 
@@ -179,6 +184,11 @@ struct Run {
     carry = std::move(c.carry);
     step = c.step;
     skipped = c.skipped;
+    if (dynamicScale && c.loss_scale > 0) { // where the checkpointed run's scaling stood
+      scale = c.loss_scale;
+      goodSteps = c.scale_good_steps;
+      scaleSkips = c.scale_skips;
+    }
     return true;
   }
 
@@ -198,6 +208,11 @@ struct Run {
     return true;
   }
   int64_t skipped = 0;
+  // Loss scaling: backward differentiates scale · loss; the gradients are divided back.
+  bool dynamicScale = false;
+  double scale = 1;
+  int64_t goodSteps = 0;  // since the scale last changed
+  int64_t scaleSkips = 0; // steps dynamic scaling skipped, a resumed run's included
 };
 
 /// The held-out evaluation (run with eval_batches > 0): its own task on data
@@ -269,6 +284,8 @@ bool trainChecked(const rnnc_model &m, std::vector<float> &params, const TrainOp
   // Step 4's check comes first: the optimizer's slots are part of the plan.
   if (!checkTrainingPlan(m, o, error)) return false;
   Run r{m, o, params, nullptr, nullptr, {}, 0};
+  r.dynamicScale = o.loss_scale < 0 || (o.loss_scale == 0 && m.dtype == RNNC_DTYPE_F16);
+  r.scale = o.loss_scale > 0 ? o.loss_scale : r.dynamicScale ? o.loss_scale_start : 1;
   const int64_t T = o.bptt, B = o.batch;
   r.task = makeTask(o.task, m, T, B, o.seed, error, o.min_bptt, o.eval_batches > 0 ? TaskData::Training : TaskData::All);
   if (!r.task) return false;
@@ -392,10 +409,9 @@ bool trainChecked(const rnnc_model &m, std::vector<float> &params, const TrainOp
     progress.update(step, loss, metric, norm, r.opt->learningRate(), evaluated ? &e : nullptr);
     return true;
   };
-  // Loss scaling: backward differentiates scale · loss; the gradients are divided back.
-  const bool dynamicScale = o.loss_scale < 0 || (o.loss_scale == 0 && m.dtype == RNNC_DTYPE_F16);
-  double scale = o.loss_scale > 0 ? o.loss_scale : dynamicScale ? o.loss_scale_start : 1;
-  int64_t goodSteps = 0;
+  const bool dynamicScale = r.dynamicScale;
+  double &scale = r.scale;
+  int64_t &goodSteps = r.goodSteps;
   while (r.step < o.steps) {
     const int64_t step = r.step + 1;
     r.task->next(segment);
@@ -436,11 +452,11 @@ bool trainChecked(const rnnc_model &m, std::vector<float> &params, const TrainOp
       norm = clipGradNorm(grads.data(), m.param_elements, o.clip);
       if (!std::isfinite(norm) && dynamicScale) {
         // An overflow of the scaled gradients: skipped as a non-finite step is, at half the scale.
-        if (!o.quiet && result.scale_skips < 10)
+        if (!o.quiet && r.scaleSkips < 10)
           fmt::print(stderr, "rnnc: warning: step {}: the gradients overflowed at loss scale {:g}; step skipped, "
                              "the scale halved{}\n",
-                     step, scale, result.scale_skips == 9 ? " (further skips are only counted)" : "");
-        ++result.scale_skips;
+                     step, scale, r.scaleSkips == 9 ? " (further skips are only counted)" : "");
+        ++r.scaleSkips;
         scale /= 2;
         goodSteps = 0;
         overflowed = true;
@@ -485,6 +501,7 @@ bool trainChecked(const rnnc_model &m, std::vector<float> &params, const TrainOp
   }
   result.skipped = r.skipped;
   result.loss_scale = scale;
+  result.scale_skips = r.scaleSkips;
   progress.finish();
   if (!result.losses.empty()) result.first_loss = result.losses.front();
   if (!o.save.empty() && !r.save(error)) return false;

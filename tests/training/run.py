@@ -126,10 +126,20 @@ def check_loss_scaling(rnnc, work, env):
     f32 = [float(v) for v in losses(os.path.join(work, "adding.csv"))][:400]
     reach = lambda xs: next((i for i in range(20, len(xs) + 1) if sum(xs[i - 20:i]) / 20 < 0.01), None)  # noqa: E731
     assert reach(ls) is not None and reach(ls) <= 1.2 * reach(f32), (reach(ls), reach(f32))
+    # A checkpoint keeps where the scaling stands: 14 steps (11 skipped) saved, resumed to 45 (past the
+    # skips at 17, 37, 38): the same losses and scale as the whole run's first 45 steps. Started afresh at
+    # 2^30 instead, the resumed run would skip steps 15-25.
+    ck, first, second = (os.path.join(work, n) for n in ("scaled.ck", "scaled-1.csv", "scaled-2.csv"))
+    f16 = ADDING[:-2] + ["--dtype", "f16", "--loss-scale", "dynamic:1073741824", "--quiet", "--steps"]
+    run([rnnc] + f16 + ["14", "--save", ck, "--log", first], env)
+    err = run([rnnc] + f16 + ["45", "--resume", ck, "--log", second], env)
+    resumed = losses(first) + losses(second)
+    assert resumed == losses(log)[:45], f"the resumed f16 run has other losses:\n{resumed}\n{losses(log)[:45]}"
     # A fixed scale does not adapt: the first step's gradient is not finite and the run stops.
     err = run([rnnc] + ADDING[:-1] + ["5", "--dtype", "f16", "--loss-scale", "1073741824"], env, expect=1)
     assert "step 1: the gradient" in err and "training stopped" in err, err[-1500:]
-    return f"{skipped} steps skipped, scale {scale:g}; the loss below 0.01 at step {reach(ls)} (f32 {reach(f32)})"
+    return (f"{skipped} steps skipped, scale {scale:g}; the loss below 0.01 at step {reach(ls)} (f32 {reach(f32)});"
+            " resumed from a checkpoint alike")
 
 
 def check_text(rnnc, work, env):

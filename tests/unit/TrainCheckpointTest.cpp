@@ -563,6 +563,58 @@ TEST_CASE("train: the skip count in a checkpoint is optional and checked", "[tra
   CHECK(loadError(text, h.m, expected(h.m)) == text + ": its metadata 'skipped' is not an integer: 'two'");
 }
 
+TEST_CASE("train: dynamic loss scaling's state in a checkpoint is optional and checked", "[train]") {
+  TempDir tmp;
+  HandModel h = accumulator();
+  TrainOptions o = trainAndSave(h.m, 3, tmp / "c.ckpt");
+  std::string error;
+  std::map<std::string, std::string> meta;
+  auto tensors = rnnc::io::readSafetensors(o.save, error, &meta);
+  REQUIRE(tensors);
+  CHECK(meta.count("loss_scale") == 0); // an f32 run without --loss-scale dynamic
+  auto sealed = [&](auto edit) {
+    std::map<std::string, std::string> m = meta;
+    edit(m);
+    m["checksum"] = fmt::format("{:016x}", checkpointChecksum(m, *tensors));
+    const std::string path = tmp / "edited.ckpt";
+    REQUIRE(rnnc::io::writeSafetensors(path, *tensors, error, m));
+    return path;
+  };
+  auto scaled = [](const char *scale, const char *good, const char *skips) {
+    return [=](std::map<std::string, std::string> &m) {
+      m["loss_scale"] = scale;
+      m["loss_scale_good_steps"] = good;
+      m["loss_scale_skips"] = skips;
+    };
+  };
+  Checkpoint c = expected(h.m);
+  REQUIRE(loadCheckpoint(sealed(scaled("1024.5", "2", "1")), h.m, c, error));
+  CHECK(c.loss_scale == 1024.5);
+  CHECK(c.scale_good_steps == 2);
+  CHECK(c.scale_skips == 1);
+  for (const char *bad : {"0", "-2", "inf", "nan", "1e400", "two", ""}) {
+    const std::string path = sealed(scaled(bad, "0", "0"));
+    CHECK(loadError(path, h.m, expected(h.m)) ==
+          path + fmt::format(": its metadata 'loss_scale' is not a positive number: '{}'", bad));
+  }
+  const std::string many = sealed(scaled("8", "4", "0"));
+  CHECK(loadError(many, h.m, expected(h.m)) ==
+        many + ": its loss scaling counts (4 good steps, 0 skipped) are not within its 3 steps");
+  const std::string missing = sealed([](auto &m) { m["loss_scale"] = "8"; });
+  CHECK(loadError(missing, h.m, expected(h.m)) == missing + ": its metadata has no 'loss_scale_good_steps'");
+  // A run with dynamic scaling writes where it stands (no step overflows here: 3 good steps at 2^16).
+  o.loss_scale = -1;
+  o.save = tmp / "scaled.ckpt";
+  o.resume.clear();
+  std::vector<float> params(static_cast<size_t>(h.m.param_elements), 0.0f);
+  REQUIRE(train(h.m, params, o) == 0);
+  Checkpoint d = expected(h.m);
+  REQUIRE(loadCheckpoint(o.save, h.m, d, error));
+  CHECK(d.loss_scale == 65536);
+  CHECK(d.scale_good_steps == 3);
+  CHECK(d.scale_skips == 0);
+}
+
 TEST_CASE("train: corrupt, truncated and foreign checkpoints are refused by name", "[train]") {
   TempDir tmp;
   HandModel h = accumulator();

@@ -34,6 +34,13 @@ struct Checkpoint {
   std::string rng;        // the task RNG as text
   int64_t position = 0;   // the task's data position (text)
   int64_t skipped = 0;    // steps skipped as non-finite so far (metadata "skipped"; absent: 0)
+  /// Dynamic loss scaling (docs/precision.md) where the run uses it: the
+  /// scale, the good steps since it last changed and the steps it skipped
+  /// (metadata "loss_scale", "loss_scale_good_steps", "loss_scale_skips");
+  /// loss_scale 0: none recorded (a run without it, or an older file).
+  double loss_scale = 0;
+  int64_t scale_good_steps = 0;
+  int64_t scale_skips = 0;
   std::vector<float> params;                // flat, param_elements
   std::vector<OptimizerSlot> slots;         // flat, param_elements each
   std::vector<std::vector<float>> carry;    // per state [depth][B][w]; empty: none carried

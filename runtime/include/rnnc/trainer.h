@@ -35,7 +35,8 @@ struct TrainOptions {
   /// default) dynamic for an f16 model, none for others. Dynamic scaling
   /// starts at loss_scale_start, halves on a
   /// gradient that is not finite (the step skipped) and doubles after
-  /// kLossScaleInterval good steps in a row. A resumed run starts it afresh.
+  /// kLossScaleInterval good steps in a row. A checkpoint keeps where it stands:
+  /// a resumed run goes on with the same scale.
   double loss_scale = 0;
   double loss_scale_start = 65536;
   static constexpr int64_t kLossScaleInterval = 2000;
@@ -47,7 +48,7 @@ struct TrainResult {
   std::string metric_name;
   std::vector<double> losses;       // the loss of each step this call ran (a skipped step's too)
   int64_t skipped = 0;              // steps skipped as non-finite (--skip-nonfinite), resumed runs included
-  int64_t scale_skips = 0;          // steps dynamic loss scaling skipped (an overflow: the scale halved)
+  int64_t scale_skips = 0;          // steps dynamic loss scaling skipped (an overflow: the scale halved), a resumed run's too
   double loss_scale = 1;            // the loss scale after the last step
   std::vector<Evaluation> evaluations;  // the held-out evaluations this call ran, in order
 };
