@@ -22,6 +22,8 @@
 #           B in 1 16 64 256, H in 256 1024, T = 100
 #   torch-layer  the PyTorch package (python/rnnc) on CUDA: python/tests/test_torch_cuda.py,
 #           then the layer against nn.LSTM (cuDNN), tools/bench-torch.py --cuda
+#   bf16    bench/gpu/bf16.py: --dtype bf16 LSTM/GRU against cuDNN in bf16, B 16 64 256,
+#           H 1024 2048, and ncu's tensor-pipe count in the GEMMs; docs/benchmarks/gpu-bf16.md
 #   torch   bench/gpu/torch_rnn.py: cuDNN LSTM/GRU, peephole eager and compiled
 #   report  bench/gpu/report.py: the table, printed last, and written below the
 #           marker of docs/benchmarks/gpu.md
@@ -206,6 +208,24 @@ if python3 -c "import torch" 2>/dev/null; then
   fi
 else
   phase torch-layer "not run: no PyTorch"
+fi
+
+# ---- bf16 (issue 21): rnnc's --dtype bf16 LSTM/GRU against cuDNN's in bf16, and ncu's tensor-pipe count
+if [ "$tests_rc" = 0 ]; then
+  gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+  if with_blas timeout -k 10 240 python3 bench/gpu/bf16.py --rnnc "$rnnc" --runs 10 --budget-s 120 \
+       >"$out/bf16.md" 2>"$out/bf16.log"; then
+    { echo "# bf16 on the GPU: rnnc against cuDNN"; echo
+      echo "\`python3 bench/gpu/bf16.py\` from \`bash tools/gpu-check.sh\`, $(date -u +%Y-%m-%d), ${gpu_name:-GPU}:"
+      echo "forward + backward, T = 100, I = H, medians of 10 runs (docs/precision.md)."; echo
+      cat "$out/bf16.md"; } >docs/benchmarks/gpu-bf16.md
+    cp docs/benchmarks/gpu-bf16.md "$out/gpu-bf16.md"
+    phase bf16 "measured: docs/benchmarks/gpu-bf16.md"
+  else
+    phase bf16 "FAILED or incomplete: $out/bf16.md, $out/bf16.log"; failed=1
+  fi
+else
+  phase bf16 "not run: the GPU tests did not pass"
 fi
 
 # ---- the benchmarks: rnnc, then PyTorch, one after the other on the GPU

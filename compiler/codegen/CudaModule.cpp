@@ -47,6 +47,12 @@ public:
   void extras(Writer &w) override;
   /// A failed copy returns 1; a reader's leaves its error in last_error().
   std::string rows(const std::string &call, bool reading) const override {
+    // A 16-bit model's copies between a float buffer and a 16-bit port convert (rnnc/cuda.h).
+    for (const char *copy : {"copy_rows(", "read_rows("})
+      if (isHalf(p_.dtype) && call.rfind(copy, 0) == 0) {
+        std::string converting = std::string(copy, 9) + "16(storage(ws), " + call.substr(10) + ", s0)";
+        return reading ? "ok(" + converting + ", \"read_rows\");" : "RNNC_CUDA_CHECK(" + converting + ");";
+      }
     return reading ? "ok(" + call + ", s0), \"read_rows\");" : "RNNC_CUDA_CHECK(" + call + ", s0));";
   }
   void enter(Writer &w) const override { w.line("if (!ready() || !check_aligned(mem, params)) return 1;"); }
@@ -80,8 +86,16 @@ public:
     return fmt::format("if (launch_{}(ws, P, G, B, {}, s0, c.blas(0))) return 1;", k.name, rows);
   }
   void fillState(Writer &w, const PortIR &g, const std::string &dst) const override {
-    w.line("if (!launch(kernel_[0], \"fill\", grid_for({} * B * {}, 256), 256, s0, {}, {} * B * {}, {})) return 1;", g.depth,
-           g.width, dst, g.depth, g.width, CPrinter::literal(g.leaf.value));
+    const bool half = isHalf(p_.dtype);
+    w.line("if (!launch(kernel_[{}], \"{}\", grid_for({} * B * {}, 256), 256, s0, {}, {} * B * {}, {})) return 1;",
+           half ? helper("fill_store") : 0, half ? "fill_store" : "fill", g.depth, g.width, dst, g.depth, g.width,
+           CPrinter::literal(g.leaf.value));
+  }
+  void roundGradients(Writer &w) const override {
+    w.line("// The gradients, summed in float, rounded once into the caller's 16-bit array.");
+    w.line("if (!launch(kernel_[{}], \"to_store\", grid_for({}, 256), 256, s0, static_cast<const real *>(G), "
+           "static_cast<store *>(param_grads), int64_t({}))) return 1;",
+           helper("to_store"), p_.paramElements, p_.paramElements);
   }
   void readerLayout(Writer &w, const char *failed, bool rows) const override {
     (void)rows;
@@ -90,7 +104,13 @@ public:
     w.line("cudaStream_t s0 = context().stream(0);");
   }
   void lossInto(Writer &w, const Buffer *b) const override {
-    if (b)
+    if (b && b->half)
+      w.line("if (!launch(kernel_[{}], \"mean_store\", 1, 256, s0, static_cast<const store *>(ws.{} + {} * B), T * B, "
+             "static_cast<store *>(loss))) return 1;",
+             helper("mean_store"), b->name, b->padBefore);
+    else if (!b && isHalf(p_.dtype)) w.line("RNNC_CUDA_CHECK(cudaMemsetAsync(loss, 0, sizeof(store), s0));");
+    else if (isHalf(p_.dtype)) RNNC_UNREACHABLE("a 16-bit model's loss keeps every step in 16 bits");
+    else if (b)
       // The argument types are the kernel's parameter types (the emulator calls it through them).
       w.line("if (!launch(kernel_[2], \"mean\", 1, 256, s0, static_cast<const real *>(ws.{} + {} * B), T * B, "
              "static_cast<real *>(loss))) return 1;",
@@ -112,6 +132,29 @@ private:
   void tables(Writer &w);
   void readiness(Writer &w);
   void runner(Writer &w);
+  /// The index in kernel_[] of a prelude helper.
+  int helper(const char *name) const {
+    auto it = std::find(names_.begin(), names_.end(), name);
+    RNNC_ASSERT(it != names_.end(), "no such helper");
+    return static_cast<int>(it - names_.begin());
+  }
+  /// Whether library kernel k of a 16-bit model multiplies two 16-bit operands (one cublasGemmEx).
+  bool onTensorCores(const KernelIR &k) const {
+    if (k.kind == KernelIR::Kind::GradMatrix) return p_.buffers[k.a].half && p_.buffers[k.b].half;
+    return p_.buffers[k.a].half && !k.dropped;
+  }
+  /// Float elements per row that a 16-bit model's product or weight gradient
+  /// through float converts (rnnc/cuda.h's gemm16); 0 for others.
+  int64_t convertedPerRow(const KernelIR &k) const {
+    if (onTensorCores(k)) return 0;
+    switch (k.kind) {
+    case KernelIR::Kind::Gemm: return (p_.buffers[k.a].half ? k.cols : 0) + (p_.buffers[k.out].half ? k.rows : 0);
+    case KernelIR::Kind::GemmT: return (p_.buffers[k.a].half ? k.rows : 0) + (p_.buffers[k.out].half ? k.cols : 0);
+    case KernelIR::Kind::GradMatrix: return (p_.buffers[k.a].half ? k.rows : 0) + (p_.buffers[k.b].half ? k.cols : 0);
+    default: return 0;
+    }
+  }
+  std::string call16(Writer &w, const KernelIR &k, const std::string &from, const std::string &to) const;
   std::string at(int buffer, int32_t delay) const {
     return fmt::format("ws.{} + {}", p_.buffers[buffer].name, CPrinter::rowOffset(p_.buffers[buffer], delay, "r0"));
   }
@@ -189,11 +232,16 @@ void CudaHost::launcher(Writer &w, const KernelIR &k, int index) {
   w.line("/// {}: {} on rows [r0, r1).", k.name, k.kind == KernelIR::Kind::Fused ? "the kernel" : "a cuBLAS call");
   // A fused kernel's comment names its equations; a library call's is here.
   if (k.kind != KernelIR::Kind::Fused) w.raw(CudaPrinter(p_, sm_).equationsComment(k));
-  w.open("int launch_{}(const Workspace &ws, const real *P, real *G, int64_t B, int64_t r0, int64_t r1, "
+  w.open("int launch_{}(const Workspace &ws, const {} *P, real *G, int64_t B, int64_t r0, int64_t r1, "
          "cudaStream_t s, cublasHandle_t blas) {{",
-         k.name);
+         k.name, portType(p_));
   if (p_.hasLengths && k.kind != KernelIR::Kind::Fused) { // cut to the running rows
     spannedLibraryCall(w, k);
+    return;
+  }
+  if (isHalf(p_.dtype) && k.kind != KernelIR::Kind::Fused) {
+    w.line("(void)P, (void)G, (void)B, (void)s, (void)blas;");
+    w.line("return {} ? 0 : 1;", call16(w, k, "r0", "r1")).close();
     return;
   }
   switch (k.kind) {
@@ -250,6 +298,10 @@ void CudaHost::spannedLibraryCall(Writer &w, const KernelIR &k) {
   };
   const bool product = k.kind == KernelIR::Kind::Gemm || k.kind == KernelIR::Kind::GemmT;
   std::string call;
+  if (isHalf(p_.dtype)) {
+    w.line("(void)P, (void)G, (void)blas;");
+    call = call16(w, k, "q0", "q1");
+  } else {
   switch (k.kind) {
   case KernelIR::Kind::Gemm:
   case KernelIR::Kind::GemmT:
@@ -277,20 +329,63 @@ void CudaHost::spannedLibraryCall(Writer &w, const KernelIR &k) {
     break;
   case KernelIR::Kind::Fused: RNNC_UNREACHABLE("not a library kernel");
   }
-  if (!product && k.kind != KernelIR::Kind::GradEmbed) w.line("(void)s; // on blas's stream");
+  }
+  if (!product && k.kind != KernelIR::Kind::GradEmbed && !isHalf(p_.dtype)) w.line("(void)s; // on blas's stream");
   w.line("// Only the rows of sequences still running (docs/lengths.md).").line("bool good = true;");
   w.line("running_spans(ws.host_lengths, B, r0, r1, [&](int64_t q0, int64_t q1) {{ good = good && {}; }},", call);
   if (product) {
     const Buffer &o = p_.buffers[k.out];
     w.line("              [&](int64_t q0, int64_t q1) {{");
-    w.line("                good = good && ok(cudaMemsetAsync(ws.{} + {}, 0, sizeof(real) * (q1 - q0) * {}, s), "
+    w.line("                good = good && ok(cudaMemsetAsync(ws.{} + {}, 0, sizeof({}) * (q1 - q0) * {}, s), "
            "\"cudaMemsetAsync\");",
-           o.name, CPrinter::rowOffset(o, 0, "q0"), o.width);
+           o.name, CPrinter::rowOffset(o, 0, "q0"), CPrinter::elementType(o), o.width);
     w.line("              }});");
   } else {
     w.line("              [](int64_t, int64_t) {{}});");
   }
   w.line("return good ? 0 : 1;").close();
+}
+
+/// A 16-bit model's library kernel on rows [from, to): an expression true
+/// when its work was issued on s (a GEMM through rnnc/cuda.h's gemm16, a
+/// column sum or embedding gradient of a 16-bit d by the prelude's kernels).
+std::string CudaHost::call16(Writer &w, const KernelIR &k, const std::string &from, const std::string &to) const {
+  auto at = [&](int buffer, int32_t delay) {
+    return fmt::format("ws.{} + {}", p_.buffers[buffer].name, CPrinter::rowOffset(p_.buffers[buffer], delay, from));
+  };
+  switch (k.kind) {
+  case KernelIR::Kind::Gemm:
+  case KernelIR::Kind::GemmT:
+  case KernelIR::Kind::GradMatrix: {
+    const bool tensor = onTensorCores(k);
+    GemmCall gemm = gemmCall(p_, k, from, to, tensor ? "P" : "ws.real_params");
+    w.line("{}{}", gemm.comment,
+           tensor ? ": 16-bit operands, float sums (tensor cores)" : ": through float (a 16-bit operand converted by blocks)");
+    return fmt::format("ok(gemm16(blas, s, storage(ws), {}), \"gemm16\")", gemm.args);
+  }
+  case KernelIR::Kind::GradVector: {
+    const std::string rows = fmt::format("({} - {})", to, from);
+    w.line(k.rows == 1 ? "// G[{}] += every element of d" : "// G[{}..] += sum over rows of d[r]", k.paramOffset);
+    if (!p_.buffers[k.a].half)
+      return fmt::format("ok(column_sums(blas, {}, {}, {}, ws.ones, G + {}), \"column_sums\")",
+                         k.rows == 1 ? fmt::format("{} * {}", rows, k.cols) : rows, k.rows == 1 ? int64_t(1) : k.cols,
+                         at(k.a, k.aDelay), k.paramOffset);
+    return fmt::format("launch(kernel_[{}], \"column_sums_store\", grid_for({}, 256), 256, s, static_cast<const store *>({}), "
+                       "{}, int64_t({}), G + {})",
+                       helper("column_sums_store"), k.rows == 1 ? 1 : k.cols, at(k.a, k.aDelay),
+                       k.rows == 1 ? fmt::format("{} * {}", rows, k.cols) : rows, k.rows == 1 ? int64_t(1) : k.cols,
+                       k.paramOffset);
+  }
+  case KernelIR::Kind::GradEmbed: {
+    const bool half = p_.buffers[k.a].half;
+    return fmt::format("launch(kernel_[{}], \"{}\", grid_for({}, 256), 256, s, static_cast<const {} *>({}), "
+                       "static_cast<const int32_t *>({}), G + {}, {} - {}, int64_t({}))",
+                       half ? helper("grad_embed_store") : 1, half ? "grad_embed_store" : "grad_embed", k.cols,
+                       half ? "store" : "real", at(k.a, k.aDelay), at(k.b, k.bDelay), k.paramOffset, to, from, k.cols);
+  }
+  case KernelIR::Kind::Fused: break;
+  }
+  RNNC_UNREACHABLE("not a library kernel");
 }
 
 void CudaHost::stageFunction(Writer &w, int stage) {
@@ -301,9 +396,9 @@ void CudaHost::stageFunction(Writer &w, int stage) {
   }
   w.line("/// Stage {}{}: {}.", stage, s.backward ? " (backward)" : "",
          s.loop ? fmt::format("a loop over time, t = {}", s.direction > 0 ? "0 .. T-1" : "T-1 .. 0") : "every step at once");
-  w.open("int stage_{}(const Workspace &ws, const real *P, real *G, int64_t T, int64_t B, cudaStream_t s, "
+  w.open("int stage_{}(const Workspace &ws, const {} *P, real *G, int64_t T, int64_t B, cudaStream_t s, "
          "cublasHandle_t blas) {{",
-         stage);
+         stage, portType(p_));
   stageLaunches(w, p_, s, [](const KernelIR &k, const std::string &rows) {
     return fmt::format("if (launch_{}(ws, P, G, B, {}, s, blas)) return 1;", k.name, rows);
   });
@@ -355,6 +450,11 @@ void CudaHost::context(Writer &w, bool backward) const {
   w.line("if (!c.bind(stream)) return 1;").line("cudaStream_t s0 = c.stream(0); // the caller's");
   if (backward) w.line("(void)c, (void)seeds, (void)state_seeds, (void)input_grads, (void)state_grads;");
   else w.line("(void)c, (void)s0;");
+  if (isHalf(p_.dtype)) {
+    w.line("// The params in float, for the products that run through float (rnnc/cuda.h's gemm16).");
+    w.line("if (!launch(kernel_[{}], \"to_real\", grid_for({}, 256), 256, s0, P, ws.real_params, int64_t({}))) return 1;",
+           helper("to_real"), p_.paramElements, p_.paramElements);
+  }
   if (backward && p_.hasLengths) {
     w.line("// The lengths forward kept, on the host: each step's library calls are cut to the sequences");
     w.line("// still running, so backward waits here for forward's work on the caller's stream.");
@@ -371,9 +471,10 @@ void CudaHost::droppedParams(Writer &w, bool backward) const {
   const int kernel = backward ? 5 : 4;
   for (const DroppedSlot &d : p_.dropped)
     w.line("if (!launch(kernel_[{}], \"{}\", grid_for({}, 256), 256, s0, static_cast<const unsigned *>(ws.rng), {}u, "
-           "{}u, {}, static_cast<const real *>({} + {}), {} + {}, int64_t({}))) return 1;",
+           "{}u, {}, static_cast<const {} *>({} + {}), {} + {}, int64_t({}))) return 1;",
            kernel, backward ? "fold_dropped_grad" : "drop_param", (d.elements + 3) / 4, d.site,
-           scalar::keep_threshold(d.keep), CPrinter::literal(1 / d.keep), backward ? "ws.dropped_grad" : "P",
+           scalar::keep_threshold(d.keep), CPrinter::literal(1 / d.keep), backward ? "real" : portType(p_),
+           backward ? "ws.dropped_grad" : "P",
            backward ? d.offset : d.of, backward ? "G" : "ws.dropped", backward ? d.of : d.offset, d.elements);
 }
 
@@ -387,10 +488,10 @@ void CudaHost::clearGradients(Writer &w) const {
 }
 
 void CudaHost::lossMean(Writer &w, const Buffer &b) const {
-  w.line("std::vector<real> loss(static_cast<size_t>(T * B));");
-  w.line("if (cudaMemcpyAsync(loss.data(), ws.{} + {} * B, loss.size() * sizeof(real), cudaMemcpyDeviceToHost, s0) != "
+  w.line("std::vector<{}> loss(static_cast<size_t>(T * B));", CPrinter::elementType(b));
+  w.line("if (cudaMemcpyAsync(loss.data(), ws.{} + {} * B, loss.size() * sizeof({}), cudaMemcpyDeviceToHost, s0) != "
          "cudaSuccess ||",
-         b.name, b.padBefore);
+         b.name, b.padBefore, CPrinter::elementType(b));
   w.line("    cudaStreamSynchronize(s0) != cudaSuccess)");
   w.indent().line("return NAN;").dedent();
   w.line("return mean_of(loss.data(), T * B);");
@@ -404,7 +505,9 @@ void CudaHost::header(Writer &w) {
     w.line("// Build: nvcc -std=c++17 -arch=sm_90 $(rnnc --print-cflags) -c this file; link cudart and cublas.");
   }
   w.line("// Arrays are time-major and live on the device; see runtime/include/rnnc/model.h for the ABI.");
-  w.line("#include \"rnnc/{}.h\"", o_.jit ? "cuda_jit" : "cuda").line("#include \"rnnc/model.h\"").blank();
+  w.line("#include \"rnnc/{}.h\"", o_.jit ? "cuda_jit" : "cuda").line("#include \"rnnc/model.h\"");
+  if (o_.jit && isHalf(p_.dtype)) w.line("#include \"rnnc/half.h\"");
+  w.blank();
   w.line("#include <cmath>").line("#include <cstdint>").line("#include <mutex>").line("#include <vector>").blank();
 }
 
@@ -415,7 +518,9 @@ void CudaHost::definitions(Writer &w) {
   if (o_.jit) {
     w.line("#ifdef RNNC_REAL_DOUBLE").line("using real = double;");
     w.line("const char kRealDefine[] = \"#define RNNC_REAL_DOUBLE\\n\";");
-    w.line("#else").line("using real = float;").line("const char kRealDefine[] = \"\";").line("#endif").blank();
+    w.line("#else").line("using real = float;").line("const char kRealDefine[] = \"\";").line("#endif");
+    if (isHalf(p_.dtype)) w.line("using store = rnnc::{}; // the host passes the 16-bit arrays, the kernels convert", dtypeName(p_.dtype));
+    w.blank();
     w.line("// The device code: what a .cu bundle of this model holds, compiled by NVRTC.");
     w.raw("const char kKernelSource[] = R\"rnnc_cuda(" + kernels + ")rnnc_cuda\";\n").blank();
     w.raw(cudaWorkspaceStruct(p_)).blank();
@@ -425,9 +530,28 @@ void CudaHost::definitions(Writer &w) {
   w.line("using namespace rnnc::cuda;").blank();
   std::string extraTake = p_.onesWidth ? fmt::format("ws->ones = c.take<real>(1, 0, {});", p_.onesWidth) : "ws->ones = nullptr;";
   if (p_.hasLengths) extraTake += " ws->host_lengths = nullptr;";
-  w.raw(workspaceLayout(p_, {extraTake}))
-      .blank();
+  std::vector<std::string> takes = {extraTake};
+  if (isHalf(p_.dtype)) {
+    if (p_.hasBackward) takes.push_back(fmt::format("ws->grads = c.take_fixed<real>({});", p_.paramElements));
+    takes.push_back(fmt::format("ws->real_params = c.take_fixed<real>({});", p_.paramElements));
+    int64_t perRow = 0;
+    for (const KernelIR &k : p_.kernels) perRow = std::max(perRow, convertedPerRow(k));
+    // A block of rows through float: up to 2^20 floats (4 MiB), at least one row.
+    takes.push_back(perRow ? fmt::format("ws->convert_elements = std::max<int64_t>({0}, std::min<int64_t>(T * B * {0}, "
+                                         "int64_t(1) << 20));",
+                                         perRow)
+                           : "ws->convert_elements = 0;");
+    takes.push_back("ws->convert = ws->convert_elements ? c.take_fixed<real>(ws->convert_elements) : nullptr;");
+  }
+  w.raw(workspaceLayout(p_, takes)).blank();
   tables(w);
+  if (isHalf(p_.dtype)) {
+    w.line("/// The 16-bit products' storage type, conversion kernels and float scratch (rnnc/cuda.h's gemm16).");
+    w.open("Storage16 storage(const Workspace &ws) {{");
+    w.line("return {{{}, kernel_[{}], kernel_[{}], ws.convert, ws.convert_elements}};",
+           p_.dtype == DType::BF16 ? "CUDA_R_16BF" : "CUDA_R_16F", helper("to_real"), helper("to_store"));
+    w.close().blank();
+  }
   readiness(w);
   for (size_t k = 0; k < p_.kernels.size(); ++k) {
     launcher(w, p_.kernels[k], kernelIndex_[k]);
@@ -495,11 +619,13 @@ void CudaHost::readiness(Writer &w) {
 
 /// run(): a stage on its stream, or its CUDA graph's replay.
 void CudaHost::runner(Writer &w) {
-  w.line("using StageFn = int (*)(const Workspace &, const real *, real *, int64_t, int64_t, cudaStream_t, cublasHandle_t);")
+  w.line("using StageFn = int (*)(const Workspace &, const {} *, real *, int64_t, int64_t, cudaStream_t, cublasHandle_t);",
+         portType(p_))
       .blank();
   w.line("/// Stage `stage` on stream `s`; with --cuda-graphs a loop stage is replayed as a");
   w.line("/// CUDA graph captured once per shape and pointers.");
-  w.line("int run(StageFn fn, int stage, bool loop, const Workspace &ws, const real *P, real *G, int64_t T, int64_t B, int s,");
+  w.line("int run(StageFn fn, int stage, bool loop, const Workspace &ws, const {} *P, real *G, int64_t T, int64_t B, int s,",
+         portType(p_));
   w.open("        const void *mem) {{");
   w.line("Context &c = context();").line("if (!kCudaGraphs || !loop) return fn(ws, P, G, T, B, c.stream(s), c.blas(s));");
   w.line("thread_local GraphCache graphs;");

@@ -138,6 +138,117 @@ RNNC_KERNEL __launch_bounds__(256) void grad_embed(const real *__restrict__ d, c
 }
 )cuda";
 
+
+// --dtype bf16|f16 (docs/precision.md): the 16-bit storage type and the
+// helpers that read or write it. Bit arithmetic both ways, as rnnc/half.h's
+// (the CPU's): round to nearest even from float, exact to float, so the CUDA
+// and CPU targets store the same bits for the same float.
+const char *kStoreBits = R"cuda(
+#ifdef RNNC_REAL_DOUBLE
+#error "a 16-bit bundle computes in float"
+#endif
+__host__ __device__ __forceinline__ unsigned float_bits(float f) {
+#ifdef __CUDA_ARCH__
+  return __float_as_uint(f);
+#else
+  unsigned u;
+  __builtin_memcpy(&u, &f, 4);
+  return u;
+#endif
+}
+__host__ __device__ __forceinline__ float bits_float(unsigned u) {
+#ifdef __CUDA_ARCH__
+  return __uint_as_float(u);
+#else
+  float f;
+  __builtin_memcpy(&f, &u, 4);
+  return f;
+#endif
+}
+)cuda";
+
+const char *kBf16Store = R"cuda(
+// A bfloat16 value (float's sign and exponent, 7 bits of mantissa): loads
+// convert it to float exactly, stores round a float to nearest even.
+struct alignas(2) store {
+  unsigned short bits;
+  store() = default;
+  __host__ __device__ __forceinline__ store(float f) {
+    const unsigned u = float_bits(f);
+    bits = (unsigned short)((u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x40u // a quiet NaN
+                                                            : (u + 0x7fffu + ((u >> 16) & 1u)) >> 16); // ties to even
+  }
+  __host__ __device__ __forceinline__ operator float() const { return bits_float(unsigned(bits) << 16); }
+};
+)cuda";
+
+const char *kF16Store = R"cuda(
+// An IEEE binary16 value (5 bits of exponent, 10 of mantissa): loads convert
+// it to float exactly, stores round a float to nearest even (65520 and up to inf).
+struct alignas(2) store {
+  unsigned short bits;
+  store() = default;
+  __host__ __device__ __forceinline__ store(float f) {
+    const unsigned all = float_bits(f), sign = (all >> 16) & 0x8000u, u = all & 0x7fffffffu;
+    const unsigned normal = (u - (112u << 23) + 0xfffu + ((u >> 13) & 1u)) >> 13;
+    const unsigned subnormal = float_bits(bits_float(u) + 0.5f) - 0x3f000000u; // 2^-24 units, rounded by the addition
+    unsigned r = u < 0x38800000u ? subnormal : normal;
+    r = u >= 0x477ff000u ? 0x7c00u : r;
+    r = u > 0x7f800000u ? 0x7e00u : r;
+    bits = (unsigned short)(sign | r);
+  }
+  __host__ __device__ __forceinline__ operator float() const {
+    const unsigned sign = unsigned(bits & 0x8000u) << 16, exponent = (bits >> 10) & 0x1fu, mantissa = bits & 0x3ffu;
+    const unsigned normal = exponent == 31 ? 0x7f800000u | (mantissa << 13) : ((exponent + 112) << 23) | (mantissa << 13);
+    return bits_float(sign | (exponent == 0 ? float_bits(float(mantissa) * 5.9604644775390625e-8f) : normal));
+  }
+};
+)cuda";
+
+// The helpers of a 16-bit model, after block_sum.
+const char *kStoreHelpers = R"cuda(
+// rnnc helper: out[0 .. n) = x[0 .. n) converted to float (the params' float copy, a block of rows a product reads).
+RNNC_KERNEL __launch_bounds__(256) void to_real(const store *__restrict__ x, real *__restrict__ out, int64_t n) {
+  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x) out[e] = x[e];
+}
+
+// rnnc helper: out[0 .. n) = x[0 .. n) rounded to 16 bits (the params' gradients, a block of a product's rows).
+RNNC_KERNEL __launch_bounds__(256) void to_store(const real *__restrict__ x, store *__restrict__ out, int64_t n) {
+  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x) out[e] = x[e];
+}
+
+// rnnc helper: a[0 .. n) = value, rounded.
+RNNC_KERNEL __launch_bounds__(256) void fill_store(store *a, int64_t n, real value) {
+  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x) a[e] = value;
+}
+
+// rnnc helper: out[0] = the mean of a[0 .. n), summed in float by one block.
+RNNC_KERNEL __launch_bounds__(256) void mean_store(const store *__restrict__ a, int64_t n, store *__restrict__ out) {
+  real s = 0;
+  for (int64_t e = threadIdx.x; e < n; e += blockDim.x) s += real(a[e]);
+  s = block_sum(s);
+  if (threadIdx.x == 0) out[0] = s / real(n);
+}
+
+// rnnc helper: g[row[r]][i] += d[r][i], d in 16 bits, g in float (grad_embed's order).
+RNNC_KERNEL __launch_bounds__(256) void grad_embed_store(const store *__restrict__ d, const int32_t *__restrict__ row,
+                                                         real *__restrict__ g, int64_t rows, int64_t cols) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < cols; i += int64_t(gridDim.x) * blockDim.x)
+    for (int64_t r = 0; r < rows; ++r) g[row[r] * cols + i] += real(d[r * cols + i]);
+}
+
+// rnnc helper: g[i] += Σ_r d[r][i] for r < rows, d in 16 bits: a thread owns a
+// column and sums its rows in order, in float (a bias's gradient).
+RNNC_KERNEL __launch_bounds__(256) void column_sums_store(const store *__restrict__ d, int64_t rows, int64_t cols,
+                                                          real *__restrict__ g) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < cols; i += int64_t(gridDim.x) * blockDim.x) {
+    real s = 0;
+    for (int64_t r = 0; r < rows; ++r) s += real(d[r * cols + i]);
+    g[i] += s;
+  }
+}
+)cuda";
+
 } // namespace
 
 /// Whether a map op reads at offsets computed per element, or from an index
@@ -157,7 +268,8 @@ static bool readsAtComputedOffsets(Op op) {
 bool CudaPrinter::isFlat(const KernelIR &k) { return k.sweeps.size() == 1 && k.sweeps[0].kind == Sweep::Kind::Map; }
 
 int CudaPrinter::elementsPerThread(const KernelIR &k, const Program &p) {
-  if (!isFlat(k) || k.sweeps[0].width % 4) return 1;
+  // 16-bit models load and store an element at a time (real4 is 16 bytes of float).
+  if (!isFlat(k) || k.sweeps[0].width % 4 || isHalf(p.dtype)) return 1;
   std::set<std::pair<int, int32_t>> scalarRows, vectorRows; // a row read both ways keeps one element per thread
   for (const Instr &in : k.sweeps[0].body)
     for (const Operand &o : in.args)
@@ -224,9 +336,9 @@ std::string CudaPrinter::fusedKernel(const KernelIR &k) {
   vector_ = flat_ ? elementsPerThread(k, p_) : 1;
   int threads = threadsOf(k);
   bool vector = vector_ > 1;
-  std::string out = fmt::format("RNNC_KERNEL __launch_bounds__({}) void {}(const Workspace ws, const real *__restrict__ {},\n"
+  std::string out = fmt::format("RNNC_KERNEL __launch_bounds__({}) void {}(const Workspace ws, const {} *__restrict__ {},\n"
                                 "    int64_t B, int64_t r0, int64_t r1) {{\n",
-                                threads, k.name, vector ? "params" : "P");
+                                threads, k.name, portType(p_), vector ? "params" : "P");
   // A row read as a broadcast element is not offset by the thread's elements
   // (elementsPerThread keeps a row from being read both ways).
   std::set<std::pair<int, int>> scalarRows;
@@ -307,6 +419,8 @@ std::vector<std::string> cudaKernelNames(const Program &p) {
   std::vector<std::string> names = {"fill", "grad_embed", "mean"};
   if (p.hasMasks) names.push_back("set_rng");
   if (!p.dropped.empty()) names.insert(names.end(), {"drop_param", "fold_dropped_grad"});
+  if (isHalf(p.dtype))
+    names.insert(names.end(), {"to_real", "to_store", "fill_store", "mean_store", "grad_embed_store", "column_sums_store"});
   for (const KernelIR &k : p.kernels)
     if (k.kind == KernelIR::Kind::Fused) names.push_back(k.name);
   for (size_t s = 0; s < p.stages.size(); ++s)
@@ -319,12 +433,26 @@ std::string cudaWorkspaceStruct(const Program &p) {
   std::vector<std::string> members = {"real *ones; // [T][B][n] ones: what the bias gradients' column sums multiply"};
   if (p.hasLengths)
     members.push_back("const int32_t *host_lengths; // [B] in host memory: the rows each step's library calls cut to");
+  if (isHalf(p.dtype)) {
+    if (p.hasBackward)
+      members.push_back(fmt::format("real *grads; // [{}]: the params' gradients, summed in float (rounded into param_grads)",
+                                    p.paramElements));
+    members.push_back(fmt::format("real *real_params; // [{}]: the params in float, for the products through float",
+                                  p.paramElements));
+    members.push_back("real *convert; // [convert_elements]: the rows a product through float converts");
+    members.push_back("int64_t convert_elements;");
+  }
   return workspaceStruct(p, members);
 }
 
 std::string printCudaKernels(const Program &p, const SourceManager &sm) {
   std::string out = std::string(kPreludeHead) + "#define RNNC_SCALAR __device__ __forceinline__\n" + kScalarText +
                     "#undef RNNC_SCALAR\n\n" + kPreludeTail;
+  if (isHalf(p.dtype))
+    out += fmt::format("\n// --dtype {}: params, ports and the values kept for every step are stored in {} (store),\n"
+                       "// computed in float (real); docs/precision.md says which stay float.",
+                       dtypeName(p.dtype), dtypeName(p.dtype)) +
+           kStoreBits + (p.dtype == DType::BF16 ? kBf16Store : kF16Store) + kStoreHelpers;
   if (p.hasMasks)
     out += "\n// rnnc helper: the masks' key and mode, kept for backward (rnnc/workspace.h's mask_words).\n"
            "RNNC_KERNEL __launch_bounds__(32) void set_rng(unsigned *rng, unsigned key_low, unsigned key_high, unsigned train) {\n"
@@ -334,7 +462,8 @@ std::string printCudaKernels(const Program &p, const SourceManager &sm) {
            "// (counter (j / 4, ~0, ~0, site)): scale (1 / keep) or 0 in training, 1 in evaluation. One thread\n"
            "// draws four elements (one Philox call).\n"
            "RNNC_KERNEL __launch_bounds__(256) void drop_param(const unsigned *rng, unsigned site, unsigned threshold, real scale,\n"
-           "                                                   const real *__restrict__ w, real *__restrict__ out, int64_t n) {\n"
+           "                                                   const " + std::string(isHalf(p.dtype) ? "store" : "real") +
+               " *__restrict__ w, real *__restrict__ out, int64_t n) {\n"
            "  for (int64_t q = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; 4 * q < n; q += gridDim.x * int64_t(blockDim.x)) {\n"
            "    unsigned draw[4];\n"
            "    keep_draws4(rng, site, ~0u, ~0u, unsigned(q), draw);\n"

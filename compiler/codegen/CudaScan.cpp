@@ -427,7 +427,10 @@ void CudaScanPrinter::openElements(Writer &w, const char *count) const {
 
 namespace {
 
-const char *kParams = "const real *__restrict__ P, int64_t T, int64_t B, int64_t chunks";
+/// The scan kernels' parameters after the workspace (P: the model's params, in its storage type).
+std::string scanParams(const Program &p) {
+  return fmt::format("const {} *__restrict__ P, int64_t T, int64_t B, int64_t chunks", portType(p));
+}
 
 /// `(void)P;`-style lines for the parameters `body` does not use.
 std::string unused(const std::string &body, const std::vector<std::string> &params) {
@@ -447,7 +450,7 @@ std::string finish(const std::string &head, Writer &body) {
 std::string CudaScanPrinter::chunksKernel() {
   const Buffer &agg = p_.buffers[static_cast<size_t>(scan_.aggregates)];
   const std::string act = n_ % elements_ ? "active && " : "";
-  std::string head = header("chunks", "each chunk's steps but the last chunk's, composed into one affine map per element", kParams);
+  std::string head = header("chunks", "each chunk's steps but the last chunk's, composed into one affine map per element", scanParams(p_));
   Writer w(1);
   blockLoop(w, "(chunks - 1) * groups");
   w.line("// This thread's run of steps, each an affine map at a zero state (rnnc's tangent), composed in registers.");
@@ -467,7 +470,7 @@ std::string CudaScanPrinter::chunksKernel() {
 std::string CudaScanPrinter::carriesKernel() {
   const Buffer &agg = p_.buffers[static_cast<size_t>(scan_.aggregates)];
   const Buffer &car = p_.buffers[static_cast<size_t>(scan_.carries)];
-  std::string head = header("carries", "the state before each chunk: the one before the loop, then each chunk's map in turn", kParams);
+  std::string head = header("carries", "the state before each chunk: the one before the loop, then each chunk's map in turn", scanParams(p_));
   Writer w(1);
   w.line("constexpr int K = {};", k_);
   openSequenceStates(w);
@@ -491,7 +494,7 @@ std::string CudaScanPrinter::carriesKernel() {
 
 std::string CudaScanPrinter::stepsKernel() {
   std::string head = header("steps", "each thread's run of steps from its exact incoming state, storing what the loop's kernels store",
-                            kParams);
+                            scanParams(p_));
   Writer w(1);
   blockLoop(w, "chunks * groups");
   w.line("// This thread's run of steps as one affine map (as in scan_{}_chunks), and those", stage_);
@@ -513,7 +516,7 @@ std::string CudaScanPrinter::stepsKernel() {
 }
 
 std::string CudaScanPrinter::guessKernel() {
-  std::string head = header("guess", "Newton's first guess: the state before the loop, at every step", kParams);
+  std::string head = header("guess", "Newton's first guess: the state before the loop, at every step", scanParams(p_));
   Writer w(1);
   openElements(w, "T * B * ");
   w.line("const int64_t row = e / {}, r = row % B, i = e % {};", n_, n_);
@@ -532,7 +535,7 @@ std::string CudaScanPrinter::linearizeKernel() {
   const Buffer &agg = p_.buffers[static_cast<size_t>(scan_.aggregates)];
   const std::string act = n_ % elements_ ? "active && " : "";
   std::string head = header("linearize",
-                            "each step linearized at the guess into the coefficients; each chunk's but the last composed", kParams);
+                            "each step linearized at the guess into the coefficients; each chunk's but the last composed", scanParams(p_));
   Writer w(1);
   blockLoop(w, "chunks * groups");
   w.line("// This thread's run of steps linearized at the guess, x -> A x + (f - A guess), composed in registers.");
@@ -555,7 +558,7 @@ std::string CudaScanPrinter::linearizeKernel() {
 
 std::string CudaScanPrinter::solveKernel() {
   std::string head = header("solve", "the linear recurrence of the coefficients solved from each run's incoming state: the next guess",
-                            kParams);
+                            scanParams(p_));
   Writer w(1);
   blockLoop(w, "chunks * groups");
   w.line("Affine<K> steps = affine_identity<K>();");
@@ -585,7 +588,7 @@ std::string CudaScanPrinter::newtonStepsKernel() {
   std::string head = header("steps",
                             "the loop's own steps from the guess at each run's start; how far each run's end lands from the "
                             "guess the next run starts from",
-                            kParams);
+                            scanParams(p_));
   Writer w(1);
   blockLoop(w, "chunks * groups");
   w.line("// The guess this run starts from, and the one the next run starts from (a chunk's first run starts");
@@ -624,7 +627,7 @@ std::string CudaScanPrinter::newtonStepsKernel() {
 
 std::string CudaScanPrinter::residualKernel() {
   const Buffer &agg = p_.buffers[static_cast<size_t>(scan_.aggregates)];
-  std::string head = header("residual", "the largest gap newton_" + std::to_string(stage_) + "_steps measured, one block", kParams);
+  std::string head = header("residual", "the largest gap newton_" + std::to_string(stage_) + "_steps measured, one block", scanParams(p_));
   Writer w(1);
   w.line("real *__restrict__ residual = ws.{}; // [0]: the largest gap, [1 + block]: each block's", agg.name);
   w.line("real top = real(0);");
@@ -636,7 +639,7 @@ std::string CudaScanPrinter::residualKernel() {
 
 std::string CudaScanPrinter::serialKernel() {
   const Buffer &agg = p_.buffers[static_cast<size_t>(scan_.aggregates)];
-  std::string head = header("serial", "where Newton did not converge, the loop again: one thread per element, step by step", kParams);
+  std::string head = header("serial", "where Newton did not converge, the loop again: one thread per element, step by step", scanParams(p_));
   Writer w(1);
   w.line("const real *__restrict__ residual = ws.{};", agg.name);
   w.line("if (residual[0] <= newton_tolerance()) return; // Newton's answer stands");
@@ -678,7 +681,8 @@ std::string CudaScanPrinter::launchers(const std::function<int(const std::string
   for (const std::string &k : kernelNames(p_, stage_)) {
     const auto &[grid, what] = blocks.at(k.substr(k.rfind('_') + 1));
     w.line("/// {}: the kernel, {}.", k, what);
-    w.open("int launch_{}(const Workspace &ws, const real *P, int64_t T, int64_t B, int64_t chunks, cudaStream_t s) {{", k);
+    w.open("int launch_{}(const Workspace &ws, const {} *P, int64_t T, int64_t B, int64_t chunks, cudaStream_t s) {{", k,
+           portType(p_));
     w.line("return launch(kernel_[{}], \"{}\", scan_grid({}), {}, s, ws, P, T, B, chunks) ? 0 : 1;", kernelIndex(k), k, grid,
            kScanThreads);
     w.close().blank();
@@ -716,9 +720,9 @@ std::string CudaScanPrinter::stageFunction() const {
   w.line("/// Stage {}{}: a loop over time, t = {}, {} (docs/cuda.md).", stage_, s_.backward ? " (backward)" : "",
          s_.direction > 0 ? "0 .. T-1" : "T-1 .. 0",
          newton() ? "by Newton iterations of parallel scans" : "as a parallel scan");
-  w.open("int stage_{}(const Workspace &ws, const real *P, real *G, int64_t T, int64_t B, cudaStream_t s, "
+  w.open("int stage_{}(const Workspace &ws, const {} *P, real *G, int64_t T, int64_t B, cudaStream_t s, "
          "cublasHandle_t blas) {{",
-         stage_);
+         stage_, portType(p_));
   w.line("// The cost model's inputs: elements of a state; groups of elements and time-lanes per block; the");
   w.line("// launches and reals per element-step of the loop step by step, then of the parallel passes.");
   w.line("constexpr ScanShape kShape = {{{}, {}, {}, {}, {}, {}, {}}};", n_, groups_, kScanThreads / elements_,

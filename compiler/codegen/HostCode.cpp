@@ -338,9 +338,10 @@ std::string workspaceLayout(const Program &p, const std::vector<std::string> &ex
   return w.close().take();
 }
 
-std::string gemmArgs(const KernelIR &k, const std::string &m, const std::string &in, const std::string &other) {
+std::string gemmArgs(const KernelIR &k, const std::string &m, const std::string &in, const std::string &other,
+                     const std::string &params) {
   // A dropped param and its gradient are the workspace's, not the caller's.
-  const std::string W = fmt::format("{}{}", k.dropped ? "ws.dropped + " : "P + ", k.paramOffset);
+  const std::string W = fmt::format("{} + {}", k.dropped ? "ws.dropped" : params, k.paramOffset);
   const std::string G = fmt::format("{}{}", k.dropped ? "ws.dropped_grad + " : "G + ", k.paramOffset);
   switch (k.kind) {
   case KernelIR::Kind::Gemm:
@@ -365,7 +366,8 @@ std::string panelProduct(const KernelIR &k, const std::string &m, const std::str
   return fmt::format("panel_product({}, {}, {}, {}, ws.panels + {}, {}, {})", m, s.n, s.depth, in, k.panelOffset, out, s.n);
 }
 
-GemmCall gemmCall(const Program &p, const KernelIR &k, const std::string &from, const std::string &to) {
+GemmCall gemmCall(const Program &p, const KernelIR &k, const std::string &from, const std::string &to,
+                  const std::string &params) {
   auto at = [&](int buffer, int32_t delay) {
     const Buffer &b = p.buffers[buffer];
     return fmt::format("ws.{} + {}", b.name, CPrinter::rowOffset(b, delay, from));
@@ -375,14 +377,14 @@ GemmCall gemmCall(const Program &p, const KernelIR &k, const std::string &from, 
   switch (k.kind) {
   case KernelIR::Kind::Gemm:
     return {fmt::format("// out[r] = W x[r], W = {} [{} x {}]", of, k.rows, k.cols),
-            gemmArgs(k, m, at(k.a, k.aDelay), at(k.out, 0))};
+            gemmArgs(k, m, at(k.a, k.aDelay), at(k.out, 0), params)};
   case KernelIR::Kind::GemmT:
     return {fmt::format("// out[r] = W^T d[r], W = {} [{} x {}]", of, k.rows, k.cols),
-            gemmArgs(k, m, at(k.a, k.aDelay), at(k.out, 0))};
+            gemmArgs(k, m, at(k.a, k.aDelay), at(k.out, 0), params)};
   case KernelIR::Kind::GradMatrix:
     return {fmt::format("// {}{}..] [{} x {}] += sum over rows of d[r] x[r]^T", k.dropped ? "ws.dropped_grad[" : "G[",
                         k.paramOffset, k.rows, k.cols),
-            gemmArgs(k, m, at(k.a, k.aDelay), at(k.b, k.bDelay))};
+            gemmArgs(k, m, at(k.a, k.aDelay), at(k.b, k.bDelay), params)};
   default: RNNC_UNREACHABLE("not a GEMM kernel");
   }
 }

@@ -96,12 +96,15 @@ std::string workspaceLayout(const Program &p, const std::vector<std::string> &ex
 struct GemmCall {
   std::string comment, args;
 };
-GemmCall gemmCall(const Program &p, const KernelIR &k, const std::string &from = "r0", const std::string &to = "r1");
+/// `params`: where the weights are read ("P"; CUDA's 16-bit models: "ws.real_params", their float copy).
+GemmCall gemmCall(const Program &p, const KernelIR &k, const std::string &from = "r0", const std::string &to = "r1",
+                  const std::string &params = "P");
 
 /// The same call's arguments on `m` rows whose operands are the expressions
 /// `in` (x, or d for a weight gradient) and `other` (the product's out, or
 /// the gradient's x): W, G, the transposes and sizes are k's.
-std::string gemmArgs(const KernelIR &k, const std::string &m, const std::string &in, const std::string &other);
+std::string gemmArgs(const KernelIR &k, const std::string &m, const std::string &in, const std::string &other,
+                     const std::string &params = "P");
 
 /// A CPU product on panels (k.panelOffset >= 0; rnnc/panels.h): its weight,
 /// `pack_panels(transposed, n, depth, W, ...)`'s arguments, and

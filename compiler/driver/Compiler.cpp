@@ -88,11 +88,6 @@ bool kernelsOf(const Compilation &c, const CheckedProgram *entity, codegen::Prog
 
 std::optional<codegen::Bundle> bundleOf(const Compilation &c, const CheckedProgram *entity, const SourceManager &sm,
                                         const BundleOptions &o, std::string &error) {
-  if (isHalf(c.dtype) && o.target == codegen::Target::Cuda) {
-    error = fmt::format("--dtype {} runs on the CPU only so far; the CUDA target takes f32 and f64 (docs/precision.md)",
-                        dtypeName(c.dtype));
-    return std::nullopt;
-  }
   codegen::Program program;
   if (!kernelsOf(c, entity, program, error)) return std::nullopt;
   return codegen::printBundle(program, sm, o.target, &o.cuda);

@@ -423,9 +423,6 @@ class Recurrent(torch.nn.Module):
         if device.type not in ("cpu", "cuda"):
             raise NotImplementedError(f"device {device}: rnnc runs on the CPU and on CUDA")
         half = _HALF.get(dtype)
-        if half and device.type == "cuda":
-            raise NotImplementedError(f"{dtype} on CUDA: rnnc's 16-bit storage runs on the CPU only so far "
-                                      "(docs/precision.md)")
         arch = _cuda_arch(device) if device.type == "cuda" else None
         key = (dtype, device.type, arch, forward_only)
         lib = self._libs.get(key)

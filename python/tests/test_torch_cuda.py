@@ -1,7 +1,8 @@
 """CUDA. Everywhere nvcc is installed: the CUDA bundle builds with nvcc and loads, and without a
 GPU a CUDA layer raises a RuntimeError that says there is no CUDA device (nothing crashes).
 With a GPU: from_torch layers equal nn.LSTM and nn.GRU (cuDNN) on cuda, outputs, final states
-and gradients; torch.compile equals eager. GPU tests are skipped without a GPU."""
+and gradients; torch.compile equals eager; bf16 and f16 layers equal the CPU's 16-bit layers.
+GPU tests are skipped without a GPU."""
 import os
 import subprocess
 import sys
@@ -122,3 +123,25 @@ def test_cuda_inputs_must_be_on_the_device():
     m = rnnc.load(sample("lstm.rnn"), I=3, H=4, device="cuda")
     with pytest.raises(ValueError, match="input 'x' is on cpu; this LSTM is on cuda"):
         m(torch.randn(2, 1, 3))
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_cuda_16bit_equals_cpu_16bit(dtype):
+    """The 16-bit layer on CUDA against the same layer on the CPU (docs/precision.md): the
+    same storage rounding, the products summed in another order; within test_precision's bounds."""
+    torch.manual_seed(3)
+    tol = {torch.bfloat16: 4.8e-2, torch.float16: 6e-3}[dtype]
+    cpu = rnnc.load(sample("lstm.rnn"), I=16, H=32).to(dtype)
+    gpu = rnnc.load(sample("lstm.rnn"), I=16, H=32).to(dtype)
+    gpu.load_state_dict(cpu.state_dict())
+    gpu = gpu.cuda()
+    x = torch.randn(9, 4, 16, dtype=dtype)
+    xs = [x.clone().requires_grad_(), x.cuda().requires_grad_()]
+    ys = [cpu(xs[0])[0], gpu(xs[1])[0]]
+    assert ys[1].dtype == dtype and rel(ys[1].float().cpu(), ys[0].float()) <= tol
+    g = torch.randn_like(ys[0])
+    grads = [torch.autograd.grad((y * g.to(y.device)).sum(), [x_, *m.parameters()])
+             for y, x_, m in zip(ys, xs, (cpu, gpu))]
+    for a, b in zip(grads[1], grads[0]):
+        assert rel(a.float().cpu(), b.float()) <= tol

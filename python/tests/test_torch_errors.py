@@ -68,8 +68,6 @@ def test_unsupported_device_and_dtype():
         rnnc.load(sample("lstm.rnn"), device="meta", I=3, H=4)
     with pytest.raises(TypeError, match="takes torch.float32, torch.float64, torch.bfloat16 or torch.float16"):
         rnnc.load(sample("lstm.rnn"), dtype=torch.int32, I=3, H=4)
-    with pytest.raises(NotImplementedError, match="16-bit storage runs on the CPU only so far"):
-        rnnc.load(sample("lstm.rnn"), dtype=torch.bfloat16, device="cuda", I=3, H=4)
 
 
 def test_input_on_another_device(lstm):

@@ -3,7 +3,9 @@ moved to torch.bfloat16 / torch.float16 runs the --dtype bf16|f16 build on the
 CPU, its outputs and gradients in that dtype and within the numeric tests'
 bound of the float32 module's; under torch.autocast a float32 module runs the
 16-bit build with its float32 params as master weights (float32 gradients);
-nn.LSTM in bfloat16 agrees too; CUDA refuses 16 bits with the reason."""
+nn.LSTM in bfloat16 agrees too; the bf16 CUDA bundle builds and loads (runs: test_torch_cuda)."""
+import os
+
 import pytest
 import torch
 
@@ -82,10 +84,13 @@ def test_from_torch_in_bfloat16_agrees_with_nn_lstm():
     assert rel(y, y_ref) <= TOL[torch.bfloat16]
 
 
-def test_half_on_cuda_says_why():
+@pytest.mark.skipif(not os.path.isfile(os.environ.get("RNNC_NVCC", "/usr/local/cuda/bin/nvcc")), reason="no nvcc")
+def test_half_cuda_library_builds_and_loads():
+    """The bf16 CUDA bundle builds with nvcc and loads: a CUDA table in bf16 (run on a GPU by test_torch_cuda)."""
+    from rnnc import _abi
     m = rnnc.load(sample("lstm.rnn"), I=3, H=4)
-    with pytest.raises(NotImplementedError, match="16-bit storage runs on the CPU only so far"):
-        m._library(torch.bfloat16, torch.device("cuda"))
+    lib = m._library(torch.bfloat16, torch.device("cuda"))
+    assert lib.device == _abi.DEVICE_CUDA and lib.dtype == 2  # RNNC_DTYPE_BF16 and lib.real_bytes == 2
 
 
 def test_half_bundle_loads_in_its_dtype(tmp_path):

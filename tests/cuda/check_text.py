@@ -63,8 +63,14 @@ O0_SAMPLES = ["lstm"]
 # The samples whose JIT host part is also compiled as double (the host code
 # is the same text for every real type; a few suffice).
 DOUBLE_SAMPLES = NVCC_SAMPLES
-# Kernels every bundle carries, beside the fused ones.
-HELPERS = {"fill", "grad_embed", "mean", "set_rng", "drop_param", "fold_dropped_grad"}
+# 16-bit storage (docs/precision.md): every sample's --jit bundle in bf16, a
+# few in f16 (the same text but for the store type); .cu through nvcc: a cell
+# and a model with an embedding and a loss, one in each.
+F16_SAMPLES = ["lstm", "charlm", "mingru", "awd_lstm"]
+NVCC_16BIT = ["lstm-bf16", "charlm-f16"]
+# Kernels every bundle carries, beside the fused ones (and a 16-bit bundle's conversions).
+HELPERS = {"fill", "grad_embed", "mean", "set_rng", "drop_param", "fold_dropped_grad", "to_real", "to_store",
+           "fill_store", "mean_store", "grad_embed_store", "column_sums_store"}
 
 failures = []
 
@@ -440,13 +446,19 @@ def main():
     # --jit bundles: every sample, and the -O0 baseline of one (what bench runs beside it).
     variants = [(n, s, DIMS.get(n, [])) for n, s in zip(names, samples)]
     variants += [(f"{n}-O0", s, DIMS.get(n, []) + ["-O0"]) for n, s in zip(names, samples) if n in O0_SAMPLES]
+    variants += [(f"{n}-bf16", s, DIMS.get(n, []) + ["--dtype", "bf16"]) for n, s in zip(names, samples)]
+    variants += [(f"{n}-f16", s, DIMS.get(n, []) + ["--dtype", "f16"]) for n, s in zip(names, samples) if n in F16_SAMPLES]
+    base = dict(zip(names, samples))
 
-    with Step(f"rnnc compile --target cuda --jit, {len(samples)} samples and -O0 of {', '.join(O0_SAMPLES)}; "
-              f".cu of {', '.join(NVCC_SAMPLES)}"):
+    with Step(f"rnnc compile --target cuda --jit, {len(samples)} samples, -O0 of {', '.join(O0_SAMPLES)}, all in bf16 "
+              f"and {', '.join(F16_SAMPLES)} in f16; .cu of {', '.join(NVCC_SAMPLES + NVCC_16BIT)}"):
         jobs = [(n, [args.rnnc, "compile", s, "--target", "cuda", "--jit", *flags, "-o",
                      os.path.join(work, "jit", n)]) for n, s, flags in variants]
         jobs += [(n + " (.cu)", [args.rnnc, "compile", s, "--target", "cuda", *DIMS.get(n, []), "-o",
                                  os.path.join(work, "cu", n)]) for n, s in zip(names, samples) if n in NVCC_SAMPLES]
+        jobs += [(v + " (.cu)", [args.rnnc, "compile", base[v.rsplit("-", 1)[0]], "--target", "cuda", "--dtype",
+                                 v.rsplit("-", 1)[1], "-o", os.path.join(work, "cu", v)])
+                 for v in NVCC_16BIT if v.rsplit("-", 1)[0] in base]
         with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1) as pool:
             done = list(pool.map(lambda j: (j[0], *run(j[1], env=env)), jobs))
         for label, rc, out in done:
@@ -516,7 +528,8 @@ def main():
     if args.sanitized_tier:
         print("-- nvcc: left out in the sanitized tier (the plain tier runs it)")
     elif args.nvcc and os.access(args.nvcc, os.X_OK):
-        cus = [(n, glob.glob(os.path.join(work, "cu", n, "*.cu"))) for n in NVCC_SAMPLES if n in names]
+        cus = [(n, glob.glob(os.path.join(work, "cu", n, "*.cu"))) for n in NVCC_SAMPLES + NVCC_16BIT
+               if n.split("-")[0] in names]
         with Step(f"nvcc -arch=sm_90 -Werror all-warnings -c: {', '.join(n for n, _ in cus)}"):
             jobs = []
             for n, found in cus:

@@ -3,14 +3,17 @@
 // same random params, inputs, initial states and seeds (of outputs and of
 // final states), the CUDA one twice, and checks that outputs, final states,
 // the loss (as forward writes them and as the readers read them) and every
-// gradient agree within TOLERANCE (default 1e-9; both builds double, or both
-// float), relative to each array's largest value, and that the two CUDA runs
-// agree bit for bit. RNNC_EMULATOR_MISALIGN=N offsets the CUDA model's
+// gradient agree within TOLERANCE (default 1e-9; both builds of one dtype:
+// double, float, bf16 or f16, the data drawn in double and rounded to it,
+// through float for 16 bits), relative to each array's largest value, and
+// that the two CUDA runs agree bit for bit; then prints the worst error and
+// where. RNNC_EMULATOR_MISALIGN=N offsets the CUDA model's
 // workspace and params N bytes from cudaMalloc's 256-byte alignment;
 // RNNC_EMULATOR_CALLER_STREAM=1 runs it on a non-blocking stream of its own
 // (as a caller's, e.g. torch's), not on the default one. Exit 0 when all
 // agree; 1 with what differs.
 #include "rnnc/device.h"
+#include "rnnc/half.h"
 #include "rnnc/model.h"
 
 #include <cmath>
@@ -47,8 +50,11 @@ const rnnc_model *load(const char *lib, const char *symbol) {
       return nullptr;
     }
   }
-  if (m->real_bytes != 8 && m->real_bytes != 4) {
-    std::fprintf(stderr, "compare: %s is neither a float nor a double build\n", lib);
+  const bool sixteen = m->dtype == RNNC_DTYPE_BF16 || m->dtype == RNNC_DTYPE_F16;
+  const int32_t bytes = m->dtype == RNNC_DTYPE_F64 ? 8 : m->dtype == RNNC_DTYPE_F32 ? 4 : sixteen ? 2 : 0;
+  if (!bytes || m->real_bytes != bytes) {
+    std::fprintf(stderr, "compare: %s is no double, float, bf16 or f16 build (dtype %d, %d-byte reals)\n", lib,
+                 m->dtype, m->real_bytes);
     return nullptr;
   }
   return m;
@@ -67,17 +73,39 @@ int64_t widthOf(const rnnc_tensor &t) { return t.is_index ? 1 : t.shape[0]; }
 /// zoneout draws its masks, and both must draw the same ones.
 const rnnc_run_options kTraining{1, 20261202, 3, nullptr, 0};
 
-/// `v` in the model's real type, as bytes.
-std::vector<char> asReals(const std::vector<double> &v, int32_t realBytes) {
-  std::vector<char> bytes(v.size() * static_cast<size_t>(realBytes));
+const char *dtypeName(int32_t dtype) {
+  return dtype == RNNC_DTYPE_F64 ? "double" : dtype == RNNC_DTYPE_F32 ? "float" : dtype == RNNC_DTYPE_BF16 ? "bf16" : "f16";
+}
+
+/// `v` in the model's real type, as bytes: a 16-bit value rounded (to nearest even) from the float.
+std::vector<char> asReals(const std::vector<double> &v, const rnnc_model &m) {
+  std::vector<char> bytes(v.size() * static_cast<size_t>(m.real_bytes));
   for (size_t i = 0; i < v.size(); ++i) {
-    if (realBytes == 8) std::memcpy(bytes.data() + 8 * i, &v[i], 8);
+    const float f = static_cast<float>(v[i]);
+    if (m.dtype == RNNC_DTYPE_F64) std::memcpy(bytes.data() + 8 * i, &v[i], 8);
+    else if (m.dtype == RNNC_DTYPE_F32) std::memcpy(bytes.data() + 4 * i, &f, 4);
     else {
-      const float f = static_cast<float>(v[i]);
-      std::memcpy(bytes.data() + 4 * i, &f, 4);
+      const uint16_t h = m.dtype == RNNC_DTYPE_BF16 ? rnnc::half::bf16_bits(f) : rnnc::half::f16_bits(f);
+      std::memcpy(bytes.data() + 2 * i, &h, 2);
     }
   }
   return bytes;
+}
+/// Real i of `bytes` (the model's real type), exactly.
+double realAt(const std::vector<char> &bytes, int64_t i, const rnnc_model &m) {
+  if (m.dtype == RNNC_DTYPE_F64) {
+    double d;
+    std::memcpy(&d, bytes.data() + 8 * i, 8);
+    return d;
+  }
+  if (m.dtype == RNNC_DTYPE_F32) {
+    float f;
+    std::memcpy(&f, bytes.data() + 4 * i, 4);
+    return f;
+  }
+  uint16_t h;
+  std::memcpy(&h, bytes.data() + 2 * i, 2);
+  return m.dtype == RNNC_DTYPE_BF16 ? rnnc::half::bf16_float(h) : rnnc::half::f16_float(h);
 }
 
 /// Everything the model computes from `d`, through its own kind of memory.
@@ -92,7 +120,7 @@ bool runModel(const rnnc_model &m, const Data &d, int64_t T, int64_t B, Arrays &
   std::list<std::vector<char>> kept; // what the CPU model reads in place
   auto place = [&](const std::vector<double> &v, bool index) -> const void * {
     if (!index) {
-      const std::vector<char> &reals = kept.emplace_back(asReals(v, m.real_bytes));
+      const std::vector<char> &reals = kept.emplace_back(asReals(v, m));
       return mem.in(reals.data(), static_cast<int64_t>(reals.size()));
     }
     std::vector<int32_t> i(v.begin(), v.end());
@@ -108,20 +136,13 @@ bool runModel(const rnnc_model &m, const Data &d, int64_t T, int64_t B, Arrays &
     } else {
       std::vector<char> reals(static_cast<size_t>(n * R));
       mem.download(reals.data(), p, n * R);
-      for (int64_t i = 0; i < n; ++i) {
-        if (R == 8) std::memcpy(&v[i], reals.data() + 8 * i, 8);
-        else {
-          float f;
-          std::memcpy(&f, reals.data() + 4 * i, 4);
-          v[i] = f;
-        }
-      }
+      for (int64_t i = 0; i < n; ++i) v[i] = realAt(reals, i, m);
     }
     out.push_back({name, v});
   };
   const void *P = nullptr;
   if (shift) { // the params at the same offset from an alignment as the workspace
-    std::vector<char> reals = asReals(d.params, m.real_bytes);
+    std::vector<char> reals = asReals(d.params, m);
     char *p = static_cast<char *>(mem.alloc(static_cast<int64_t>(reals.size()) + shift));
     if (p && mem.upload(p + shift, reals.data(), static_cast<int64_t>(reals.size()))) P = p + shift;
   } else {
@@ -212,8 +233,8 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "compare: expected a CPU and a CUDA model\n");
     return 2;
   }
-  if (cuda->real_bytes != cpu->real_bytes) {
-    std::fprintf(stderr, "compare: a %d-byte and a %d-byte build\n", cpu->real_bytes, cuda->real_bytes);
+  if (cuda->dtype != cpu->dtype) {
+    std::fprintf(stderr, "compare: a %s and a %s build\n", dtypeName(cpu->dtype), dtypeName(cuda->dtype));
     return 2;
   }
   const int64_t T = std::stoll(argv[4]), B = std::stoll(argv[5]);
@@ -239,6 +260,8 @@ int main(int argc, char **argv) {
     return 1;
   }
   int bad = 0;
+  double worstOfAll = -1; // and where: the test logs quote it
+  std::string worstArray;
   for (size_t a = 0; a < want.size(); ++a) {
     const auto &[name, w] = want[a];
     const auto &g = got[a].second;
@@ -248,11 +271,14 @@ int main(int argc, char **argv) {
       double e = std::fabs(w[i] - g[i]) / top;
       worst = std::isnan(e) ? INFINITY : std::max(worst, e);
     }
+    if (worst > worstOfAll) worstOfAll = worst, worstArray = name;
     bool same = got[a].second == again[a].second;
     bool good = worst <= tolerance && same;
     bad += !good;
     std::printf("%-4s %-32s %zu values, largest %.3g, relative error %.2g%s\n", good ? "ok" : "BAD", name.c_str(), w.size(),
                 top, worst, same ? "" : ", and two emulated runs differ");
   }
+  std::printf("%s build: worst relative error %.2g (%s), tolerance %.2g; %d of %zu arrays differ\n",
+              dtypeName(cpu->dtype), worstOfAll, worstArray.c_str(), tolerance, bad, want.size());
   return bad ? 1 : 0;
 }

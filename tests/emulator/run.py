@@ -15,7 +15,8 @@ Newton both where it converges (RNNC_SCAN_REPORT must say "kept") and where it
 falls back to the loop step by step ("not converged").
 
 Every build runs under RNNC_EMULATOR_SEED 1, 2 and 3 (the order of streams and
-blocks); float builds of every sample against float CPU bundles; and
+blocks; 16-bit builds under 1); float, bf16 and f16 builds of every sample against CPU bundles of the same
+dtype (16 bits within test_precision's bounds: both round the same floats); and
 MUTANTS, mistakes the emulator must catch (docs/cuda.md).
 
 usage: run.py --rnnc RNNC --compare COMPARE [--jobs N] [--only NAME ...]
@@ -89,6 +90,12 @@ SEEDS = ("1", "2", "3")
 # observed 4.1e-3 on the LSTM, so 1e-2.
 FLOAT_TOLERANCE, TF32_TOLERANCE = 1e-4, 1e-2
 FLOAT_TOLERANCE_OF = {"feedback": 2e-3}
+# 16-bit builds (--dtype bf16|f16: docs/precision.md) against CPU bundles of the same dtype: both
+# compute in float and round what they store to 16 bits, so a float-level difference (the GEMMs'
+# sums, libm) shows only where it moves a 16-bit rounding, and then by a unit of it; the bounds
+# are tests/numeric/test_precision.py's (24 units of roundoff: bf16 2^-9, f16 2^-12).
+HALF_TOLERANCE = {"bf16": 4.8e-2, "f16": 6e-3}
+F16_SAMPLES = ("lstm", "gru", "charlm", "mingru", "awd_lstm", "feedback")
 
 
 def build(rnnc, sample, flags, out, dims, cpu_flags, real, defines=(), runtime=RUNTIME, mutate=None):
@@ -127,7 +134,7 @@ def compare(compare_bin, libs, steps, batch, tolerance, seed, env=None):
 
 
 def check(rnnc, compare_bin, sample, flags, work, steps=T, batch=B, dims=None, cpu_flags=None, expect=None, real="double",
-          defines=(), envs=({},)):
+          defines=(), envs=({},), seeds=SEEDS):
     """Builds `sample` both ways and compares them under each seed, once per environment in `envs`."""
     name = os.path.basename(sample)[:-4]
     label = " ".join([name] + flags + ([f"T={steps}", f"B={batch}"] if (steps, batch) != (T, B) else []) +
@@ -142,9 +149,9 @@ def check(rnnc, compare_bin, sample, flags, work, steps=T, batch=B, dims=None, c
         libs = build(rnnc, sample, flags, out, dims, cpu_flags, real, defines)
     except RuntimeError as e:
         raise RuntimeError(f"{label}: {e}") from None
-    tolerance = 1e-9 if real == "double" else TF32_TOLERANCE if "--tf32" in flags else \
-        FLOAT_TOLERANCE_OF.get(name, FLOAT_TOLERANCE)
-    for seed, env in ((seed, env) for env in envs for seed in SEEDS):
+    tolerance = 1e-9 if real == "double" else HALF_TOLERANCE[real] if real in HALF_TOLERANCE else \
+        TF32_TOLERANCE if "--tf32" in flags else FLOAT_TOLERANCE_OF.get(name, FLOAT_TOLERANCE)
+    for seed, env in ((seed, env) for env in envs for seed in seeds):
         r, cmd = compare(compare_bin, libs, steps, batch, tolerance, seed, env)
         if r.returncode != 0:
             raise RuntimeError("{}: {} RNNC_EMULATOR_SEED={} {} failed ({}):\n{}{}".format(
@@ -235,6 +242,11 @@ def main():
     envs_of = {"lstm": ({}, caller, off16), "bitagger": ({}, caller)}
     runs = [(s, [], {"envs": envs_of.get(os.path.basename(s)[:-4], ({},))}) for s in samples]
     runs += [(s, [], {"real": "float"}) for s in samples]
+    # 16 bits: every sample in bf16, a few in f16 (the same text but for the store type), under one
+    # seed (the float builds' three orders of streams and blocks test the same launches).
+    runs += [(s, ["--dtype", dtype], {"real": dtype, "cpu_flags": ["--dtype", dtype], "seeds": SEEDS[:1]})
+             for dtype in HALF_TOLERANCE for s in samples
+             if dtype == "bf16" or os.path.basename(s)[:-4] in F16_SAMPLES]
     for s in named("lstm", "bitagger"):
         runs += [(s, ["-O0"], {}), (s, ["--cuda-graphs"], {"envs": ({}, caller)}),
                  (s, [], {"defines": ("-DCUDA_API_PER_THREAD_DEFAULT_STREAM",), "envs": ({}, caller)})]

@@ -15,7 +15,9 @@ must be written by both with the same shape and dtype, and for each array
     max|a - b| / max(max|b|, 1e-30)  <=  1e-5;
 
 the two CUDA runs must write byte-identical files. lstm and bitagger also
-run with --cuda-graphs, within the same tolerance of the CPU.
+run with --cuda-graphs, within the same tolerance of the CPU. Every sample
+again with --dtype bf16 (a few with f16) against the CPU's build of the same
+dtype, within 4.8e-2 (f16: 6e-3; docs/precision.md).
 
 Loops run in parallel over time (docs/cuda.md): the scan samples with
 --time-parallel scan and the Newton ones with --time-parallel newton on the
@@ -50,6 +52,12 @@ from test_compiled import npy_files, rel_error  # noqa: E402
 
 SKIP = 77
 TOL = 1e-5
+# 16-bit storage (docs/precision.md): the CUDA bf16/f16 build against the CPU's build of the same
+# dtype. Both round the same float to the same bits, but the products sum in another order (tensor
+# cores), which can move a value across a rounding boundary: tests/numeric/test_precision.py's
+# bounds against f32 hold here too. Every sample in bf16, a few in f16.
+TOL16 = {"bf16": 4.8e-2, "f16": 6e-3}
+F16_SAMPLES = ("lstm", "gru", "charlm", "mingru", "awd_lstm")
 T, B = 12, 3
 TIMEOUT_S = 300  # one rnnc run; a hang is a failure, not a stuck ctest
 GRAPH_SAMPLES = ("lstm", "bitagger")  # also run with --cuda-graphs (one stream, two streams)
@@ -107,17 +115,18 @@ def no_gpu_reason(rnnc, samples, env):
     return None  # a GPU is there: the cases report what went wrong
 
 
-def case(rnnc, path, env, cuda_flags=(), cpu_flags=(), T=T, tol=TOL, lengths=None):
+def case(rnnc, path, env, cuda_flags=(), cpu_flags=(), T=T, tol=TOL, lengths=None, dtype="f32"):
     """CPU once, CUDA twice, on the same files; compare. lengths: each sequence's (`--lengths`)."""
     name = os.path.basename(path)[:-4]
     label = " ".join([name, *cuda_flags] + ([f"T={T}"] if cuda_flags else []) +
-                     ([f"lengths={','.join(map(str, lengths))}"] if lengths else []))
+                     ([f"lengths={','.join(map(str, lengths))}"] if lengths else []) +
+                     ([f"--dtype {dtype}"] if dtype != "f32" else []))
 
     def fn():
         dims, info = nl.small_dims(rnnc, path)
         work = tempfile.mkdtemp(prefix=f"rnnc-gpu-{name}-")
         rng = np.random.default_rng(zlib.crc32(b"gpu:" + label.encode()))
-        where = f"{path} {' '.join(nl.dim_args(dims))}, T={T} B={B}, f32" + (f", {' '.join(cuda_flags)}" if cuda_flags else "")
+        where = f"{path} {' '.join(nl.dim_args(dims))}, T={T} B={B}, {dtype}" + (f", {' '.join(cuda_flags)}" if cuda_flags else "")
         f32 = lambda a: a.astype(np.float32) if a.dtype.kind == "f" else a  # noqa: E731
 
         def save(tag, arrays):
@@ -133,7 +142,7 @@ def case(rnnc, path, env, cuda_flags=(), cpu_flags=(), T=T, tol=TOL, lengths=Non
                             "-o", params], capture_output=True, text=True)
         if p.returncode != 0:
             raise nl.Failure(f"{where}: rnnc init exited {p.returncode}: {p.stderr.strip()}")
-        base = [path, *nl.dim_args(dims), "--params", params, "--dtype", "f32"]
+        base = [path, *nl.dim_args(dims), "--params", params, "--dtype", dtype]
         for arg in save("input", nl.random_inputs(info, rng, T, B)):
             base += ["--input", arg]
         if lengths:
@@ -218,6 +227,10 @@ def main():
             print(f"SKIPPED: {why}")
             return SKIP
         cases = [case(rnnc, p, env) for p in sorted(glob.glob(os.path.join(samples, "*.rnn")))]
+        for p in sorted(glob.glob(os.path.join(samples, "*.rnn"))):
+            cases.append(case(rnnc, p, env, tol=TOL16["bf16"], dtype="bf16"))
+            if os.path.basename(p)[:-4] in F16_SAMPLES:
+                cases.append(case(rnnc, p, env, tol=TOL16["f16"], dtype="f16"))
         for name, flags, steps, tol in SCAN_CASES:
             path = os.path.join(samples, name + ".rnn")
             if os.path.exists(path):
