@@ -75,9 +75,10 @@ public:
     w.line("ws.host_lengths = lengths.data(); // each step's library calls are cut to the sequences still running");
   }
   void lossScale(Writer &w, bool backward) const override {
-    if (backward) return;
-    w.line("float scale;").line("if (!keep_loss_scale(options, &scale)) return 1;");
-    w.line("if (scale != 1) return fail_loss_scale(\"{}\"); // the CPU target's only, so far", p_.name);
+    if (backward) return; // the kernels read ws.loss_scale
+    w.line("real scale;").line("if (!keep_loss_scale(options, &scale)) return 1;");
+    w.line("// From pageable memory: staged before the call returns.");
+    w.line("RNNC_CUDA_CHECK(cudaMemcpyAsync(ws.loss_scale, &scale, sizeof(real), cudaMemcpyHostToDevice, s0));");
   }
   void droppedParams(Writer &w, bool backward) const override;
   void clearGradients(Writer &w) const override;
@@ -531,6 +532,7 @@ void CudaHost::definitions(Writer &w) {
   std::string extraTake = p_.onesWidth ? fmt::format("ws->ones = c.take<real>(1, 0, {});", p_.onesWidth) : "ws->ones = nullptr;";
   if (p_.hasLengths) extraTake += " ws->host_lengths = nullptr;";
   std::vector<std::string> takes = {extraTake};
+  if (p_.lossSeeded) takes.push_back("ws->loss_scale = c.take_fixed<real>(1);");
   if (isHalf(p_.dtype)) {
     if (p_.hasBackward) takes.push_back(fmt::format("ws->grads = c.take_fixed<real>({});", p_.paramElements));
     takes.push_back(fmt::format("ws->real_params = c.take_fixed<real>({});", p_.paramElements));

@@ -319,6 +319,8 @@ std::string CudaPrinter::vectorName(const Operand &o) const {
 std::string CudaPrinter::operand(const Operand &o, const std::string &index) const {
   bool vectorLoaded = (o.kind == Operand::Kind::Load || o.kind == Operand::Kind::Param) && !o.scalar;
   if (vector_ > 1 && vectorLoaded) return vectorName(o) + ".v[" + index + "]";
+  // Loss scaling: the seed times the scale forward kept in device memory (the CPU multiplies it on the host).
+  if (o.kind == Operand::Kind::LossSeed) return "(ws.loss_seed * ws.loss_scale[0])";
   return CPrinter::operand(o, index);
 }
 
@@ -433,6 +435,8 @@ std::string cudaWorkspaceStruct(const Program &p) {
   std::vector<std::string> members = {"real *ones; // [T][B][n] ones: what the bias gradients' column sums multiply"};
   if (p.hasLengths)
     members.push_back("const int32_t *host_lengths; // [B] in host memory: the rows each step's library calls cut to");
+  if (p.lossSeeded)
+    members.push_back("real *loss_scale; // [1]: forward's options->loss_scale, what the kernels multiply the loss seed by");
   if (isHalf(p.dtype)) {
     if (p.hasBackward)
       members.push_back(fmt::format("real *grads; // [{}]: the params' gradients, summed in float (rounded into param_grads)",

@@ -10,7 +10,8 @@
 // where. RNNC_EMULATOR_MISALIGN=N offsets the CUDA model's
 // workspace and params N bytes from cudaMalloc's 256-byte alignment;
 // RNNC_EMULATOR_CALLER_STREAM=1 runs it on a non-blocking stream of its own
-// (as a caller's, e.g. torch's), not on the default one. Exit 0 when all
+// (as a caller's, e.g. torch's), not on the default one; RNNC_EMULATOR_LOSS_SCALE=S
+// gives both models options->loss_scale S (their gradients are then of S · loss). Exit 0 when all
 // agree; 1 with what differs.
 #include "rnnc/device.h"
 #include "rnnc/half.h"
@@ -174,6 +175,8 @@ bool runModel(const rnnc_model &m, const Data &d, int64_t T, int64_t B, Arrays &
     if (pass == 0) std::fill(lengths.begin(), lengths.end(), 1);
     rnnc_run_options options = kTraining;
     if (m.has_lengths) options.lengths = lengths.data();
+    // Loss scaling: backward differentiates scale · loss in both builds (0 or unset: 1).
+    if (const char *scale = std::getenv("RNNC_EMULATOR_LOSS_SCALE")) options.loss_scale = std::atof(scale);
     if (m.forward(ws, T, B, P, inputs.data(), states.data(), outputs.data(), finals.data(), loss, &options, stream) ||
         m.synchronize(stream)) {
       std::fprintf(stderr, "compare: forward: %s\n", m.last_error());

@@ -191,6 +191,8 @@ MUTANTS = [
      None, ("int failed = body(capture);", "cudaStreamSynchronize(capture);\n    int failed = body(capture);"), (), {}),
     ("lstm", ["--cuda-graphs"], "the loop captured on the legacy default stream",
      None, ("cudaStreamBeginCapture(capture,", "cudaStreamBeginCapture(nullptr,"), (), {}),
+    ("charlm", [], "backward's loss seed without forward's loss scale (1024)",
+     replace("(ws.loss_seed * ws.loss_scale[0])", "ws.loss_seed"), None, (), {"RNNC_EMULATOR_LOSS_SCALE": "1024"}),
     ("lstm", [], "per-thread default streams, and device_copy waits only for its own",
      None, ("return ok(cudaDeviceSynchronize(), \"cudaDeviceSynchronize\") &&", "return"),
      ("-DCUDA_API_PER_THREAD_DEFAULT_STREAM",), {}),
@@ -247,6 +249,13 @@ def main():
     runs += [(s, ["--dtype", dtype], {"real": dtype, "cpu_flags": ["--dtype", dtype], "seeds": SEEDS[:1]})
              for dtype in HALF_TOLERANCE for s in samples
              if dtype == "bf16" or os.path.basename(s)[:-4] in F16_SAMPLES]
+    # Loss scaling (f16 training): backward's loss seed times options->loss_scale, read by the CUDA
+    # kernels from the workspace, against the CPU's (a CUDA build that ignored it would be 1024x off).
+    runs += [(s, [], {"real": "float", "envs": ({"RNNC_EMULATOR_LOSS_SCALE": "1024"},)})
+             for s in samples if os.path.basename(s) == "charlm.rnn"]
+    runs += [(s, ["--dtype", "f16"], {"real": "f16", "cpu_flags": ["--dtype", "f16"], "seeds": SEEDS[:1],
+                                      "envs": ({"RNNC_EMULATOR_LOSS_SCALE": "1024"},)})
+             for s in samples if os.path.basename(s) == "charlm.rnn"]
     for s in named("lstm", "bitagger"):
         runs += [(s, ["-O0"], {}), (s, ["--cuda-graphs"], {"envs": ({}, caller)}),
                  (s, [], {"defines": ("-DCUDA_API_PER_THREAD_DEFAULT_STREAM",), "envs": ({}, caller)})]

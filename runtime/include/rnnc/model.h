@@ -62,8 +62,7 @@ typedef struct rnnc_run_options {
   const int32_t *lengths;
   /* What backward multiplies the loss by (0: 1): a training loop's loss
    * scaling for 16-bit storage (docs/precision.md), whose gradients it
-   * divides by it again. Finite and not negative; CPU models only so far
-   * (a CUDA model fails a forward given another scale than 1). */
+   * divides by it again. Finite and not negative. */
   double loss_scale;
 } rnnc_run_options;
 

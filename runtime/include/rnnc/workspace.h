@@ -167,12 +167,6 @@ inline void packed_gradient(const int32_t *lengths, int64_t B, int64_t r0, int64
       [](int64_t, int64_t) {});
 }
 
-/// A loss scale other than 1 given to a CUDA model.
-inline int fail_loss_scale(const char *model) {
-  last_error() = std::string(model) + ": a CUDA model takes no loss scale other than 1 yet (docs/precision.md)";
-  return 1;
-}
-
 /// Lengths given to a model compiled without --lengths.
 inline int fail_no_lengths(const char *model) {
   last_error() = std::string(model) + " was compiled without --lengths: it cannot take sequence lengths";
