@@ -147,7 +147,8 @@ private:
   /// Float elements per row that a 16-bit model's product or weight gradient
   /// through float converts (rnnc/cuda.h's gemm16); 0 for others.
   int64_t convertedPerRow(const KernelIR &k) const {
-    if (onTensorCores(k)) return 0;
+    const bool gemm = k.kind == KernelIR::Kind::Gemm || k.kind == KernelIR::Kind::GemmT || k.kind == KernelIR::Kind::GradMatrix;
+    if (!gemm || onTensorCores(k)) return 0;
     switch (k.kind) {
     case KernelIR::Kind::Gemm: return (p_.buffers[k.a].half ? k.cols : 0) + (p_.buffers[k.out].half ? k.rows : 0);
     case KernelIR::Kind::GemmT: return (p_.buffers[k.a].half ? k.rows : 0) + (p_.buffers[k.out].half ? k.cols : 0);
