@@ -116,7 +116,7 @@ struct MemoryPlan {
   int64_t maskKeyBytes = 0; // dropout, zoneout: the masks' key and mode forward keeps for backward (4 words)
   int64_t droppedElements = 0;     // dropped params (DropConnect): made in the workspace by forward
   int64_t droppedGradElements = 0; // and their gradients, folded into the params' by backward
-  bool lossScale = false;          // CPU: backward seeds the loss, so forward keeps its loss scale (one real)
+  bool lossScale = false;          // backward seeds the loss, so forward keeps its loss scale (one real)
   int64_t gradSumElements = 0;     // CPU, --dtype bf16|f16 with backward: the params' gradients summed in float
   bool lengths = false;      // --lengths: the workspace keeps lengths [B] (int32) and the loss's weight (one real)
   /// --lengths on the CPU: the products and weight gradients of every step at

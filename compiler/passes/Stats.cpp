@@ -77,7 +77,7 @@ int64_t workspaceBytes(const MemoryPlan &m, int64_t T, int64_t B, bool cuda) {
   if (m.maskKeyBytes) total += aligned(m.maskKeyBytes);
   if (m.lengths) total += aligned(4 * B) + aligned(8);
   if (!cuda && m.panelElements) total += aligned(4 * m.panelElements);
-  if (!cuda && m.lossScale) total += aligned(4);
+  if (m.lossScale) total += aligned(4);
   if (!cuda && m.gradSumElements) total += aligned(4 * m.gradSumElements);
   if (!cuda && m.packWidth) total += aligned(4 * std::min(T * B, MemoryPlan::kPackedRows) * m.packWidth);
   if (m.droppedElements) total += aligned(4 * m.droppedElements);

@@ -59,9 +59,9 @@ def expected_bytes(stats, T, B, cuda):
     total += rounded(stats["dropped_param_bytes"]) + rounded(stats["dropped_grad_bytes"])
     if not cuda and stats["panel_bytes"]:  # the products' weights, packed once per call, on the CPU
         total += rounded(stats["panel_bytes"])
-    for extra in ("loss_scale_bytes", "grad_sum_bytes"):  # the CPU's: the loss scale; 16-bit storage's float sums
-        if not cuda and stats[extra]:
-            total += rounded(stats[extra])
+    total += rounded(stats["loss_scale_bytes"])  # forward's loss scale, kept for backward
+    if not cuda and stats["grad_sum_bytes"]:  # the CPU's: 16-bit storage's float sums
+        total += rounded(stats["grad_sum_bytes"])
     if not cuda and stats["packed_bytes_per_row"]:  # --lengths: the running rows packed, on the CPU
         total += rounded(min(T * B, stats["packed_rows"]) * stats["packed_bytes_per_row"])
     return max(total, align)
