@@ -86,8 +86,9 @@ static std::string rowZero(const Buffer &b, int32_t delay) {
 
 /// A weight's gradient on `m` rows of d (the product's output gradients) and x
 /// (its inputs): rnnc/panels.h's weight_gradient, G += Σ_r d[r]ᵀ x[r].
-static std::string weightGradient(const KernelIR &k, const std::string &m, const std::string &d, const std::string &x) {
-  return fmt::format("weight_gradient({}, {}, {}, {}, {}, {}{})", k.rows, k.cols, m, d, x,
+static std::string weightGradient(const Program &p, const KernelIR &k, const std::string &m, const std::string &d,
+                                  const std::string &x) {
+  return fmt::format("weight_gradient{}({}, {}, {}, {}, {}, {}{})", isHalf(p.dtype) ? "<store>" : "", k.rows, k.cols, m, d, x,
                      k.dropped ? "ws.dropped_grad + " : "G + ", k.paramOffset);
 }
 
@@ -108,12 +109,12 @@ std::string CppPrinter::packedLibraryKernel(const KernelIR &k) {
     out += fmt::format("  packed_product(ws.lengths, B, r0, r1, {}, {}, {}, {}, {}, ws.packed, [&](int64_t n, const auto *x, "
                        "auto *y) {{ {}; }});\n",
                        MemoryPlan::kPackedRows, rowZero(a, k.aDelay), a.width, rowZero(other, 0), other.width,
-                       panelProduct(k, "n", "x", "y"));
+                       panelProduct(p_, k, "n", "x", "y"));
   else
     out += fmt::format("  packed_gradient(ws.lengths, B, r0, r1, {}, {}, {}, {}, {}, ws.packed, [&](int64_t n, const auto *d, "
                        "const auto *x) {{ {}; }});\n",
                        MemoryPlan::kPackedRows, rowZero(a, k.aDelay), a.width, rowZero(other, k.bDelay), other.width,
-                       weightGradient(k, "n", "d", "x"));
+                       weightGradient(p_, k, "n", "d", "x"));
   return out + "}\n";
 }
 
@@ -140,11 +141,11 @@ std::string CppPrinter::libraryKernel(const KernelIR &k) {
   case KernelIR::Kind::GemmT: // W packed by the call (rnnc/panels.h)
     RNNC_ASSERT(k.panelOffset >= 0, "plan-memory gives every product panels");
     out += fmt::format("  {}, packed in ws.panels[{}..]\n", gemmCall(p_, k).comment, k.panelOffset);
-    body = fmt::format("{}{};\n", in, panelProduct(k, to + " - " + from, at(k.a, k.aDelay), at(k.out, 0)));
+    body = fmt::format("{}{};\n", in, panelProduct(p_, k, to + " - " + from, at(k.a, k.aDelay), at(k.out, 0)));
     break;
   case KernelIR::Kind::GradMatrix: // rnnc's own kernel (rnnc/panels.h)
     out += fmt::format("  {}\n", gemmCall(p_, k, from, to).comment);
-    body = fmt::format("{}{};\n", in, weightGradient(k, to + " - " + from, at(k.a, k.aDelay), at(k.b, k.bDelay)));
+    body = fmt::format("{}{};\n", in, weightGradient(p_, k, to + " - " + from, at(k.a, k.aDelay), at(k.b, k.bDelay)));
     break;
   case KernelIR::Kind::GradVector:
     body += fmt::format("{}const {} *d = {};\n", in, CPrinter::elementType(p_.buffers[k.a]), at(k.a, k.aDelay));

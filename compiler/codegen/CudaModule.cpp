@@ -50,7 +50,7 @@ public:
     // A 16-bit model's copies between a float buffer and a 16-bit port convert (rnnc/cuda.h).
     for (const char *copy : {"copy_rows(", "read_rows("})
       if (isHalf(p_.dtype) && call.rfind(copy, 0) == 0) {
-        std::string converting = std::string(copy, 9) + "16(storage(ws), " + call.substr(10) + ", s0)";
+        std::string converting = std::string(copy, 9) + "16(storage(ws, 0), " + call.substr(10) + ", s0)";
         return reading ? "ok(" + converting + ", \"read_rows\");" : "RNNC_CUDA_CHECK(" + converting + ");";
       }
     return reading ? "ok(" + call + ", s0), \"read_rows\");" : "RNNC_CUDA_CHECK(" + call + ", s0));";
@@ -139,20 +139,15 @@ private:
     RNNC_ASSERT(it != names_.end(), "no such helper");
     return static_cast<int>(it - names_.begin());
   }
-  /// Whether library kernel k of a 16-bit model multiplies two 16-bit operands (one cublasGemmEx).
-  bool onTensorCores(const KernelIR &k) const {
-    if (k.kind == KernelIR::Kind::GradMatrix) return p_.buffers[k.a].half && p_.buffers[k.b].half;
-    return p_.buffers[k.a].half && !k.dropped;
-  }
-  /// Float elements per row that a 16-bit model's product or weight gradient
-  /// through float converts (rnnc/cuda.h's gemm16); 0 for others.
-  int64_t convertedPerRow(const KernelIR &k) const {
-    const bool gemm = k.kind == KernelIR::Kind::Gemm || k.kind == KernelIR::Kind::GemmT || k.kind == KernelIR::Kind::GradMatrix;
-    if (!gemm || onTensorCores(k)) return 0;
+  /// Elements per row of a 16-bit model's GEMM operands that are kept in
+  /// float (a recurrent state, a gradient summed in float), which gemm16
+  /// rounds to 16 bits by blocks of rows (rnnc/cuda.h); 0 for others.
+  int64_t roundedPerRow(const KernelIR &k) const {
+    const bool a = k.a >= 0 && !p_.buffers[k.a].half, b = k.b >= 0 && !p_.buffers[k.b].half;
     switch (k.kind) {
-    case KernelIR::Kind::Gemm: return (p_.buffers[k.a].half ? k.cols : 0) + (p_.buffers[k.out].half ? k.rows : 0);
-    case KernelIR::Kind::GemmT: return (p_.buffers[k.a].half ? k.rows : 0) + (p_.buffers[k.out].half ? k.cols : 0);
-    case KernelIR::Kind::GradMatrix: return (p_.buffers[k.a].half ? k.rows : 0) + (p_.buffers[k.b].half ? k.cols : 0);
+    case KernelIR::Kind::Gemm: return a ? k.cols : 0;
+    case KernelIR::Kind::GemmT: return a ? k.rows : 0;
+    case KernelIR::Kind::GradMatrix: return (a ? k.rows : 0) + (b ? k.cols : 0);
     default: return 0;
     }
   }
@@ -166,6 +161,7 @@ private:
   CudaOptions o_;
   std::vector<std::string> names_; // the __global__ functions, as kernel_[] holds them
   std::vector<int> kernelIndex_;   // kernel -> its index in kernel_[]
+  std::vector<int> streamOf_;      // kernel -> the stream its stage runs on
   std::vector<Touches> touches_;   // per stage
   int streams_ = 1;
 };
@@ -173,6 +169,9 @@ private:
 CudaHost::CudaHost(const Program &p, const SourceManager &sm, const CudaOptions &o)
     : p_(p), sm_(sm), o_(o), names_(cudaKernelNames(p)) {
   kernelIndex_.assign(p_.kernels.size(), -1);
+  streamOf_.assign(p_.kernels.size(), 0);
+  for (const StageIR &s : p_.stages)
+    for (int k : s.kernels) streamOf_[k] = s.stream;
   for (size_t k = 0; k < p_.kernels.size(); ++k)
     for (size_t n = 0; n < names_.size(); ++n)
       if (names_[n] == p_.kernels[k].name) kernelIndex_[k] = static_cast<int>(n);
@@ -359,11 +358,10 @@ std::string CudaHost::call16(Writer &w, const KernelIR &k, const std::string &fr
   case KernelIR::Kind::Gemm:
   case KernelIR::Kind::GemmT:
   case KernelIR::Kind::GradMatrix: {
-    const bool tensor = onTensorCores(k);
-    GemmCall gemm = gemmCall(p_, k, from, to, tensor ? "P" : "ws.real_params");
-    w.line("{}{}", gemm.comment,
-           tensor ? ": 16-bit operands, float sums (tensor cores)" : ": through float (a 16-bit operand converted by blocks)");
-    return fmt::format("ok(gemm16(blas, s, storage(ws), {}), \"gemm16\")", gemm.args);
+    GemmCall gemm = gemmCall(p_, k, from, to, "P");
+    w.line("{}: 16-bit operands{}, float sums (tensor cores)", gemm.comment,
+           roundedPerRow(k) ? " (the float one rounded by blocks)" : "");
+    return fmt::format("ok(gemm16(blas, s, storage(ws, {}), {}), \"gemm16\")", streamOf_[&k - p_.kernels.data()], gemm.args);
   }
   case KernelIR::Kind::GradVector: {
     const std::string rows = fmt::format("({} - {})", to, from);
@@ -452,11 +450,6 @@ void CudaHost::context(Writer &w, bool backward) const {
   w.line("if (!c.bind(stream)) return 1;").line("cudaStream_t s0 = c.stream(0); // the caller's");
   if (backward) w.line("(void)c, (void)seeds, (void)state_seeds, (void)input_grads, (void)state_grads;");
   else w.line("(void)c, (void)s0;");
-  if (isHalf(p_.dtype)) {
-    w.line("// The params in float, for the products that run through float (rnnc/cuda.h's gemm16).");
-    w.line("if (!launch(kernel_[{}], \"to_real\", grid_for({}, 256), 256, s0, P, ws.real_params, int64_t({}))) return 1;",
-           helper("to_real"), p_.paramElements, p_.paramElements);
-  }
   if (backward && p_.hasLengths) {
     w.line("// The lengths forward kept, on the host: each step's library calls are cut to the sequences");
     w.line("// still running, so backward waits here for forward's work on the caller's stream.");
@@ -536,22 +529,25 @@ void CudaHost::definitions(Writer &w) {
   if (p_.lossSeeded) takes.push_back("ws->loss_scale = c.take_fixed<real>(1);");
   if (isHalf(p_.dtype)) {
     if (p_.hasBackward) takes.push_back(fmt::format("ws->grads = c.take_fixed<real>({});", p_.paramElements));
-    takes.push_back(fmt::format("ws->real_params = c.take_fixed<real>({});", p_.paramElements));
     int64_t perRow = 0;
-    for (const KernelIR &k : p_.kernels) perRow = std::max(perRow, convertedPerRow(k));
-    // A block of rows through float: up to 2^20 floats (4 MiB), at least one row.
-    takes.push_back(perRow ? fmt::format("ws->convert_elements = std::max<int64_t>({0}, std::min<int64_t>(T * B * {0}, "
+    for (const KernelIR &k : p_.kernels) perRow = std::max(perRow, roundedPerRow(k));
+    // A block of rows rounded to 16 bits: up to 2^20 elements (2 MiB), at least one row.
+    takes.push_back(perRow ? fmt::format("ws->rounded_elements = std::max<int64_t>({0}, std::min<int64_t>(T * B * {0}, "
                                          "int64_t(1) << 20));",
                                          perRow)
-                           : "ws->convert_elements = 0;");
-    takes.push_back("ws->convert = ws->convert_elements ? c.take_fixed<real>(ws->convert_elements) : nullptr;");
+                           : "ws->rounded_elements = 0;");
+    // One scratch per stream: the stages of different streams run at once.
+    takes.push_back(fmt::format("ws->rounded = ws->rounded_elements ? c.take_fixed<store>({} * ws->rounded_elements) : "
+                                "nullptr;",
+                                streams_));
   }
   w.raw(workspaceLayout(p_, takes)).blank();
   tables(w);
   if (isHalf(p_.dtype)) {
-    w.line("/// The 16-bit products' storage type, conversion kernels and float scratch (rnnc/cuda.h's gemm16).");
-    w.open("Storage16 storage(const Workspace &ws) {{");
-    w.line("return {{{}, kernel_[{}], kernel_[{}], ws.convert, ws.convert_elements}};",
+    w.line("/// The 16-bit products' storage type, conversion kernels and the rounding scratch of a stream");
+    w.line("/// (rnnc/cuda.h's gemm16).");
+    w.open("Storage16<store> storage(const Workspace &ws, int stream) {{");
+    w.line("return {{{}, kernel_[{}], kernel_[{}], ws.rounded + stream * ws.rounded_elements, ws.rounded_elements}};",
            p_.dtype == DType::BF16 ? "CUDA_R_16BF" : "CUDA_R_16F", helper("to_real"), helper("to_store"));
     w.close().blank();
   }

@@ -207,12 +207,12 @@ struct alignas(2) store {
 
 // The helpers of a 16-bit model, after block_sum.
 const char *kStoreHelpers = R"cuda(
-// rnnc helper: out[0 .. n) = x[0 .. n) converted to float (the params' float copy, a block of rows a product reads).
+// rnnc helper: out[0 .. n) = x[0 .. n) converted to float (a 16-bit port's rows into a float state).
 RNNC_KERNEL __launch_bounds__(256) void to_real(const store *__restrict__ x, real *__restrict__ out, int64_t n) {
   for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x) out[e] = x[e];
 }
 
-// rnnc helper: out[0 .. n) = x[0 .. n) rounded to 16 bits (the params' gradients, a block of a product's rows).
+// rnnc helper: out[0 .. n) = x[0 .. n) rounded to 16 bits (the params' gradients, a block of a product's float operand).
 RNNC_KERNEL __launch_bounds__(256) void to_store(const real *__restrict__ x, store *__restrict__ out, int64_t n) {
   for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x) out[e] = x[e];
 }
@@ -441,10 +441,8 @@ std::string cudaWorkspaceStruct(const Program &p) {
     if (p.hasBackward)
       members.push_back(fmt::format("real *grads; // [{}]: the params' gradients, summed in float (rounded into param_grads)",
                                     p.paramElements));
-    members.push_back(fmt::format("real *real_params; // [{}]: the params in float, for the products through float",
-                                  p.paramElements));
-    members.push_back("real *convert; // [convert_elements]: the rows a product through float converts");
-    members.push_back("int64_t convert_elements;");
+    members.push_back("store *rounded; // [rounded_elements]: a product's float operand rounded to 16 bits, by blocks");
+    members.push_back("int64_t rounded_elements;");
   }
   return workspaceStruct(p, members);
 }
@@ -467,7 +465,7 @@ std::string printCudaKernels(const Program &p, const SourceManager &sm) {
            "// draws four elements (one Philox call).\n"
            "RNNC_KERNEL __launch_bounds__(256) void drop_param(const unsigned *rng, unsigned site, unsigned threshold, real scale,\n"
            "                                                   const " + std::string(isHalf(p.dtype) ? "store" : "real") +
-               " *__restrict__ w, real *__restrict__ out, int64_t n) {\n"
+               " *__restrict__ w, " + (isHalf(p.dtype) ? "store" : "real") + " *__restrict__ out, int64_t n) {\n"
            "  for (int64_t q = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; 4 * q < n; q += gridDim.x * int64_t(blockDim.x)) {\n"
            "    unsigned draw[4];\n"
            "    keep_draws4(rng, site, ~0u, ~0u, unsigned(q), draw);\n"

@@ -307,7 +307,8 @@ std::string workspaceStruct(const Program &p, const std::vector<std::string> &ex
                            : "");
   for (const std::string &member : extraMembers) w.line("{}", member);
   if (p.hasMasks) w.line("unsigned *rng; // [4]: the masks' key (low, high), 1 in training, 0");
-  if (!p.dropped.empty()) w.line("real *dropped; // [{}]: the dropped params (DropConnect), made by forward", p.droppedElements);
+  if (!p.dropped.empty())
+    w.line("{} *dropped; // [{}]: the dropped params (DropConnect), made by forward", portType(p), p.droppedElements);
   if (p.droppedGrads) w.line("real *dropped_grad; // [{}]: their gradients, folded into G by backward", p.droppedElements);
   if (p.hasLengths) {
     w.line("int32_t *lengths; // [B]: the steps each sequence runs");
@@ -331,7 +332,7 @@ std::string workspaceLayout(const Program &p, const std::vector<std::string> &ex
              p.buffers[b.shares].name);
   for (const std::string &take : extraTakes) w.line("{}", take);
   if (p.hasMasks) w.line("ws->rng = c.take_fixed<unsigned>(4);");
-  if (!p.dropped.empty()) w.line("ws->dropped = c.take_fixed<real>({});", p.droppedElements);
+  if (!p.dropped.empty()) w.line("ws->dropped = c.take_fixed<{}>({});", portType(p), p.droppedElements);
   if (p.droppedGrads) w.line("ws->dropped_grad = c.take_fixed<real>({});", p.droppedElements);
   if (p.hasLengths) w.line("ws->lengths = c.take_fixed<int32_t>(B);").line("ws->loss_weight = c.take_fixed<real>(1);");
   w.line("ws->loss_seed = real(1) / real(T * B);").line("return c.bytes();");
@@ -361,9 +362,11 @@ PanelShape panelShape(const KernelIR &k) {
           fmt::format("{}{}", k.dropped ? "ws.dropped + " : "P + ", k.paramOffset)};
 }
 
-std::string panelProduct(const KernelIR &k, const std::string &m, const std::string &in, const std::string &out) {
+std::string panelProduct(const Program &p, const KernelIR &k, const std::string &m, const std::string &in,
+                         const std::string &out) {
   const PanelShape s = panelShape(k);
-  return fmt::format("panel_product({}, {}, {}, {}, ws.panels + {}, {}, {})", m, s.n, s.depth, in, k.panelOffset, out, s.n);
+  return fmt::format("panel_product{}({}, {}, {}, {}, ws.panels + {}, {}, {})", isHalf(p.dtype) ? "<store>" : "", m, s.n,
+                     s.depth, in, k.panelOffset, out, s.n);
 }
 
 GemmCall gemmCall(const Program &p, const KernelIR &k, const std::string &from, const std::string &to,

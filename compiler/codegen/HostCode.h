@@ -115,7 +115,8 @@ struct PanelShape {
   std::string weight;
 };
 PanelShape panelShape(const KernelIR &k);
-std::string panelProduct(const KernelIR &k, const std::string &m, const std::string &in, const std::string &out);
+std::string panelProduct(const Program &p, const KernelIR &k, const std::string &m, const std::string &in,
+                         const std::string &out);
 
 /// A stage's launches: every step at once, or a loop over t in the stage's
 /// direction; `launch` spells one given its kernel and rows.

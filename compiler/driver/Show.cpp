@@ -83,7 +83,8 @@ static std::string floatStates(const Compilation &c, const Stage &st) {
     names += (names.empty() ? "" : ", ") + (n.name.empty() ? fmt::format("%{}", id) : n.name);
   }
   if (names.empty()) return "";
-  return fmt::format("  kept in float (--dtype {}): {} (read steps back: rounding at every step would compound)\n",
+  return fmt::format("  kept in float (--dtype {0}): {1} (read steps back: rounding at every step would compound; "
+                     "a product reads them rounded to {0})\n",
                      dtypeName(c.dtype), names);
 }
 

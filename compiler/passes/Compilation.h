@@ -117,7 +117,15 @@ struct MemoryPlan {
   int64_t droppedElements = 0;     // dropped params (DropConnect): made in the workspace by forward
   int64_t droppedGradElements = 0; // and their gradients, folded into the params' by backward
   bool lossScale = false;          // backward seeds the loss, so forward keeps its loss scale (one real)
-  int64_t gradSumElements = 0;     // CPU, --dtype bf16|f16 with backward: the params' gradients summed in float
+  int64_t gradSumElements = 0;     // --dtype bf16|f16 with backward: the params' gradients summed in float
+  bool half = false;               // --dtype bf16|f16: dropped params are stored in 16 bits too
+  /// CUDA, --dtype bf16|f16: the widest row of a product's or weight
+  /// gradient's operands kept in float (a recurrent state, a gradient), which
+  /// rnnc/cuda.h's gemm16 rounds to 16 bits by blocks of rows in a scratch of
+  /// min(T·B·roundedPerRow, 2^20) 16-bit elements, at least one row, one
+  /// scratch per stream (roundedStreams: the schedule's streams run at once).
+  int64_t roundedPerRow = 0;
+  int roundedStreams = 1;
   bool lengths = false;      // --lengths: the workspace keeps lengths [B] (int32) and the loss's weight (one real)
   /// --lengths on the CPU: the products and weight gradients of every step at
   /// once gather the running rows, up to kPackedRows at a time, into a scratch

@@ -569,10 +569,20 @@ void MemoryPlanner::figures() {
       for (int64_t d : p.shape) n *= d;
       m_.gradSumElements += n;
     }
+  m_.half = isHalf(c_.dtype);
+  m_.roundedStreams = std::max(1, c_.schedule.streams);
   panels();
   for (const Stage &stage : c_.schedule.stages)
     for (const Kernel &k : stage.kernels) {
       const Node &n = g_.node(k.nodes.front());
+      if (m_.half && isLibraryCall(g_, k) && (n.op == Op::MatMul || n.op == Op::MatMulT || n.op == Op::GradMatrix)) {
+        int64_t perRow = 0; // the operands in float: a product's input, a weight gradient's two
+        for (size_t i = 0; i < (n.op == Op::GradMatrix ? n.inputs.size() : 1); ++i) {
+          const int b = m_.bufferOf[n.inputs[i].src];
+          if (b >= 0 && !m_.buffers[b].half) perRow += g_.node(n.inputs[i].src).width;
+        }
+        m_.roundedPerRow = std::max(m_.roundedPerRow, perRow);
+      }
       if (isLibraryCall(g_, k) && n.op == Op::GradVector)
         m_.onesWidth = std::max<int64_t>(m_.onesWidth, n.width == 1 ? g_.node(n.inputs[0].src).width : 1);
       const bool packed = n.op == Op::MatMul || n.op == Op::MatMulT || n.op == Op::GradMatrix;

@@ -57,7 +57,8 @@ Stats computeStats(const Compilation &c) {
   s.bufferFixedBytes = c.memory.fixedBytes;
   s.cudaBytesPerStep = 4 * c.memory.onesWidth;
   s.maskKeyBytes = c.memory.maskKeyBytes;
-  s.droppedParamBytes = 4 * c.memory.droppedElements;
+  s.droppedParamBytes = (c.memory.half ? 2 : 4) * c.memory.droppedElements;
+  s.roundedBytesPerRow = 2 * c.memory.roundedPerRow;
   s.droppedGradBytes = 4 * c.memory.droppedGradElements;
   s.packedBytesPerRow = 4 * c.memory.packWidth;
   s.panelBytes = 4 * c.memory.panelElements;
@@ -78,9 +79,11 @@ int64_t workspaceBytes(const MemoryPlan &m, int64_t T, int64_t B, bool cuda) {
   if (m.lengths) total += aligned(4 * B) + aligned(8);
   if (!cuda && m.panelElements) total += aligned(4 * m.panelElements);
   if (m.lossScale) total += aligned(4);
-  if (!cuda && m.gradSumElements) total += aligned(4 * m.gradSumElements);
+  if (m.gradSumElements) total += aligned(4 * m.gradSumElements);
+  if (cuda && m.roundedPerRow)
+    total += aligned(2 * m.roundedStreams * std::max(m.roundedPerRow, std::min(T * B * m.roundedPerRow, int64_t(1) << 20)));
   if (!cuda && m.packWidth) total += aligned(4 * std::min(T * B, MemoryPlan::kPackedRows) * m.packWidth);
-  if (m.droppedElements) total += aligned(4 * m.droppedElements);
+  if (m.droppedElements) total += aligned((m.half ? 2 : 4) * m.droppedElements);
   if (m.droppedGradElements) total += aligned(4 * m.droppedGradElements);
   return std::max<int64_t>(total, 64);
 }
@@ -128,6 +131,7 @@ nlohmann::json statsJson(const Stats &s) {
           {"panel_bytes", s.panelBytes},
           {"loss_scale_bytes", s.lossScaleBytes},
           {"grad_sum_bytes", s.gradSumBytes},
+          {"rounded_bytes_per_row", s.roundedBytesPerRow},
           {"dropped_grad_bytes", s.droppedGradBytes},
           {"workspace", {{"align_bytes", 64}, {"buffers", buffers}}},
           {"kernels", s.kernels}};
@@ -150,6 +154,9 @@ std::string statsText(const Stats &s) {
   out += fmt::format("workspace: {} bytes per step and sequence plus {} per sequence, {} buffers ({} sharing memory)",
                      s.bufferBytesPerStep, s.bufferFixedBytes, s.buffers.size(), sharing);
   if (s.cudaBytesPerStep) out += fmt::format("; CUDA adds {} per step", s.cudaBytesPerStep);
+  if (s.roundedBytesPerRow)
+    out += fmt::format("; CUDA rounds the products' float operands to {} in {} bytes per row and stream, up to 2 MiB",
+                       dtypeName(s.dtype), s.roundedBytesPerRow);
   if (s.panelBytes) out += fmt::format("; the CPU packs the products' weights in {} bytes", s.panelBytes);
   if (s.packedBytesPerRow)
     out += fmt::format("; the CPU packs running rows in {} bytes per row, up to {} rows", s.packedBytesPerRow,

@@ -36,7 +36,8 @@ struct Stats {
   int64_t packedBytesPerRow = 0;  // --lengths, CPU: the running rows packed, float32, up to kPackedRows rows
   int64_t panelBytes = 0;         // CPU: the products' weights packed once per call (float32)
   int64_t lossScaleBytes = 0;     // forward's loss scale, kept for backward (float32)
-  int64_t gradSumBytes = 0;       // CPU, --dtype bf16|f16: the params' gradients summed in float32
+  int64_t gradSumBytes = 0;       // --dtype bf16|f16: the params' gradients summed in float32
+  int64_t roundedBytesPerRow = 0; // CUDA, --dtype bf16|f16: a product's float operands rounded to 16 bits
   int64_t droppedGradBytes = 0;   // and their gradients
   std::vector<WorkspaceBuffer> buffers;
   int kernels = 0;

@@ -4,8 +4,9 @@
 usage: run.py --rnnc RNNC --samples DIR --work DIR [--cxx CXX] [-j N]
 
 For every sample (samples/*.rnn and samples/embed/*.rnn), optimized, at
--O0 and with --dtype bf16 (16-bit buffers and the float gradient sums; the
-CPU target only), and every bundle target (cpu, cuda, cuda --jit):
+-O0 and with --dtype bf16 (16-bit buffers, the float gradient sums and, on
+CUDA, the scratch that rounds float operands of products to 16 bits), and
+every bundle target (cpu, cuda, cuda --jit):
 
 1. `rnnc show --stats --json` lists the plan's buffers and totals; the totals
    must be the buffers' sums, and `rnnc show --after plan-memory --backward`
@@ -17,8 +18,10 @@ CPU target only), and every bundle target (cpu, cuda, cuda --jit):
    runtime's rnnc/workspace.h) must return, for each (T, B) of SIZES, what
    the stats say: the sum over the buffers with memory of their own of
    B·(T·bytes_per_step + fixed_bytes), each rounded up to
-   workspace.align_bytes, plus cuda_bytes_per_step·T·B (rounded) for CUDA,
-   plus mask_key_bytes (rounded), and align_bytes at least.
+   workspace.align_bytes, plus cuda_bytes_per_step·T·B (rounded) and the
+   rounding scratch for CUDA, plus the fixed extras (mask key, dropped
+   params, loss scale, float gradient sums; each rounded), and align_bytes
+   at least.
 
 Before that, the comparison is shown to fail where it must: on a layout with
 one buffer one element wider, and on stats with one buffer's bytes changed.
@@ -60,8 +63,10 @@ def expected_bytes(stats, T, B, cuda):
     if not cuda and stats["panel_bytes"]:  # the products' weights, packed once per call, on the CPU
         total += rounded(stats["panel_bytes"])
     total += rounded(stats["loss_scale_bytes"])  # forward's loss scale, kept for backward
-    if not cuda and stats["grad_sum_bytes"]:  # the CPU's: 16-bit storage's float sums
-        total += rounded(stats["grad_sum_bytes"])
+    total += rounded(stats["grad_sum_bytes"])  # 16-bit storage's float gradient sums
+    if cuda and stats["rounded_bytes_per_row"]:  # float operands of products rounded to 16 bits, by blocks
+        per_row = stats["rounded_bytes_per_row"] // 2
+        total += rounded(2 * stats["streams"] * max(per_row, min(T * B * per_row, 1 << 20)))  # one per stream
     if not cuda and stats["packed_bytes_per_row"]:  # --lengths: the running rows packed, on the CPU
         total += rounded(min(T * B, stats["packed_rows"]) * stats["packed_bytes_per_row"])
     return max(total, align)
@@ -126,7 +131,8 @@ def layout_code(source):
 
 def measure(codes, work, cxx, cflags):
     """workspace_bytes(T, B) of each code for every size of SIZES, by one compiled program."""
-    program = ["#include \"rnnc/half.h\"", "#include \"rnnc/workspace.h\"", "#include <cstdint>", "#include <cstdio>",
+    program = ["#include \"rnnc/half.h\"", "#include \"rnnc/workspace.h\"", "#include <algorithm>", "#include <cstdint>",
+               "#include <cstdio>",
                "using real = float;", "using store = rnnc::bf16;"]
     for i, code in enumerate(codes):
         program += [f"namespace b{i} {{", "using rnnc::host::Carver;", code, "}"]
@@ -161,8 +167,6 @@ def bundle_case(rnnc, sample, mode, work):
         case["errors"] += check_totals(case["stats"], run([rnnc, "show", sample, "--after", "plan-memory",
                                                            "--backward"] + args))
         for target, flags in TARGETS.items():
-            if mode == "bf16" and target != "cpu":
-                continue  # 16-bit storage is the CPU target's only, so far (docs/precision.md)
             out = os.path.join(work, f"{name}-{mode}-{target}")
             shutil.rmtree(out, ignore_errors=True)
             run([rnnc, "compile", sample, "--no-format", "-o", out] + flags + args)

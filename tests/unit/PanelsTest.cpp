@@ -3,6 +3,7 @@
 // per element, for any shape (rows past a tile, columns past a panel), both
 // orientations of W, float and double, and any number of threads.
 #include "rnnc/panels.h"
+#include "rnnc/half.h"
 
 #include <catch2/catch.hpp>
 #include <omp.h>
@@ -168,4 +169,40 @@ TEST_CASE("a weight gradient has the same bits on one thread and on several", "[
   omp_set_num_threads(threads);
   CHECK(one == many);
   CHECK(one == g.expected());
+}
+
+TEST_CASE("a 16-bit model's products round their float operands to 16 bits first", "[panels][half]") {
+  // panel_product<S16> and weight_gradient<S16> (a bf16 or f16 model's) feed a float operand to
+  // the sums as its 16-bit value, as cublasGemmEx does on CUDA: the result is the plain product's
+  // on the operand rounded beforehand, and differs from the unrounded product's.
+  auto check = [](auto s16) {
+    using S = decltype(s16);
+    Case<float> c(9, 33, 37, true);
+    std::vector<float> rounded(c.A.size());
+    for (size_t i = 0; i < c.A.size(); ++i) rounded[i] = float(S(c.A[i]));
+    std::vector<float> got(c.M * c.N), want(c.M * c.N), plain(c.M * c.N);
+    panel_product<S>(c.M, c.N, c.K, c.A.data(), c.panels.data(), got.data(), c.N);
+    panel_product(c.M, c.N, c.K, rounded.data(), c.panels.data(), want.data(), c.N);
+    panel_product(c.M, c.N, c.K, c.A.data(), c.panels.data(), plain.data(), c.N);
+    CHECK(got == want);
+    CHECK(got != plain);
+    // A 16-bit operand is already its value: rounding it again changes nothing.
+    std::vector<S> a16(c.A.begin(), c.A.end());
+    std::vector<float> from16(c.M * c.N);
+    panel_product<S>(c.M, c.N, c.K, a16.data(), c.panels.data(), from16.data(), c.N);
+    CHECK(from16 == want);
+
+    Gradient<float> g(17, 48, 40);
+    std::vector<float> d(g.D.size()), x(g.X.size());
+    for (size_t i = 0; i < d.size(); ++i) d[i] = float(S(g.D[i]));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = float(S(g.X[i]));
+    std::vector<float> G = g.G0, W = g.G0, P = g.G0;
+    weight_gradient<S>(g.M, g.N, g.R, g.D.data(), g.X.data(), G.data());
+    weight_gradient(g.M, g.N, g.R, d.data(), x.data(), W.data());
+    weight_gradient(g.M, g.N, g.R, g.D.data(), g.X.data(), P.data());
+    CHECK(G == W);
+    CHECK(G != P);
+  };
+  check(rnnc::bf16{});
+  check(rnnc::f16{});
 }

@@ -266,10 +266,11 @@ inline void each_call_mask(const unsigned *rng, unsigned site, unsigned threshol
 }
 
 /// A dropped param (DropConnect, docs/language.md): out[j] = w[j] times
-/// element j's mask (w may be stored in 16 bits: rnnc/half.h).
-template <class E, class S>
-inline void drop_param(const unsigned *rng, unsigned site, unsigned threshold, E scale, const S *w, E *out, int64_t n) {
-  each_call_mask(rng, site, threshold, scale, n, [&](int64_t j, E m) { out[j] = E(w[j]) * m; });
+/// element j's mask (w and out may be stored in 16 bits: rnnc/half.h; out
+/// rounded once, as a product's weight).
+template <class E, class S, class O>
+inline void drop_param(const unsigned *rng, unsigned site, unsigned threshold, E scale, const S *w, O *out, int64_t n) {
+  each_call_mask(rng, site, threshold, scale, n, [&](int64_t j, E m) { out[j] = O(E(w[j]) * m); });
 }
 
 /// The gradient of a dropped param reaches its param through the same mask:

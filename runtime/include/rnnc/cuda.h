@@ -208,91 +208,89 @@ inline unsigned grid_for(int64_t n, int threads) {
 }
 
 /// What a 16-bit model's products need (--dtype bf16|f16, docs/precision.md):
-/// its storage type for cuBLAS, its conversion kernels (to_real, to_store)
-/// and a float scratch of `elements` for the rows that go through float.
-struct Storage16 {
+/// its storage type S for cuBLAS, its conversion kernels (to_real, to_store)
+/// and a scratch of `elements` S for the float operands rounded to S.
+template <class S> struct Storage16 {
   cudaDataType type; // CUDA_R_16BF or CUDA_R_16F
   const void *to_real, *to_store;
-  float *scratch;
+  S *scratch;
   int64_t elements;
 };
 
-/// Row-major C[M][N] = op(A) · op(B) + beta · C for a 16-bit model. A and B
-/// both 16-bit: one cublasGemmEx, products summed in float (tensor cores), C
-/// 16-bit (rounded once) or float. Otherwise each 16-bit operand is converted
-/// to float exactly, a block of rows at a time in the scratch, and the
-/// block's float GEMM written (a 16-bit C rounded from its block): a product
-/// (!ta) takes blocks of A's and C's rows and needs a float B (the weights'
-/// float copy); a weight gradient (ta, C float) takes blocks of the summed
-/// rows, K, of A and B. TA, TB, TC: float or the model's 2-byte store type.
-template <class TA, class TB, class TC>
-inline cublasStatus_t gemm16(cublasHandle_t h, cudaStream_t s, const Storage16 &st, bool ta, bool tb, int64_t M,
+/// Row-major C[M][N] = op(A) · op(B) + beta · C for a 16-bit model: one
+/// cublasGemmEx per block, 16-bit operands, products summed in float (tensor
+/// cores), C 16-bit (rounded once) or float. An operand kept in float (a
+/// recurrent state, a gradient summed in float) is rounded to S first, as
+/// the CPU's products round it (rnnc/panels.h), a block of rows at a time in
+/// the scratch: a product (!ta) takes blocks of A's and C's rows (B is the
+/// weight, always S); a weight gradient (ta, C float) blocks of the K summed
+/// rows of A and B. TA, TB: float or S; TC: float or S.
+template <class S, class TA, class TB, class TC>
+inline cublasStatus_t gemm16(cublasHandle_t h, cudaStream_t s, const Storage16<S> &st, bool ta, bool tb, int64_t M,
                              int64_t N, int64_t K, const TA *A, const TB *B, TC *C, float beta) {
-  constexpr bool a16 = !std::is_same_v<TA, float>, b16 = !std::is_same_v<TB, float>, c16 = !std::is_same_v<TC, float>;
-  static_assert(sizeof(TA) == (a16 ? 2 : 4) && sizeof(TB) == (b16 ? 2 : 4) && sizeof(TC) == (c16 ? 2 : 4), "float or 16 bits");
+  constexpr bool a16 = std::is_same_v<TA, S>, b16 = std::is_same_v<TB, S>, c16 = std::is_same_v<TC, S>;
+  static_assert((a16 || std::is_same_v<TA, float>) && (b16 || std::is_same_v<TB, float>) &&
+                    (c16 || std::is_same_v<TC, float>),
+                "float or the model's 16-bit type");
   const float one = 1;
-  if constexpr (a16 && b16) {
-    return cublasGemmEx(h, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(N),
-                        static_cast<int>(M), static_cast<int>(K), &one, B, st.type, static_cast<int>(tb ? K : N), A,
-                        st.type, static_cast<int>(ta ? M : K), &beta, C, c16 ? st.type : CUDA_R_32F,
-                        static_cast<int>(N), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
-  } else {
-    cublasStatus_t status = CUBLAS_STATUS_SUCCESS;
-    auto convert = [&](const auto *x, int64_t n, float *out) -> const float * {
-      using T = std::remove_cv_t<std::remove_pointer_t<decltype(x)>>;
-      if constexpr (std::is_same_v<T, float>) {
-        (void)n, (void)out;
-        return x;
-      } else {
-        if (!launch(st.to_real, "to_real", grid_for(n, 256), 256, s, x, out, n)) status = CUBLAS_STATUS_EXECUTION_FAILED;
-        return out;
-      }
-    };
-    if (!ta) { // a product: blocks of A's and C's rows; B is float
-      if (b16) return CUBLAS_STATUS_NOT_SUPPORTED; // a product through float takes the weights' float copy
-      const int64_t perRow = (a16 ? K : 0) + (c16 ? N : 0);
-      const int64_t block = perRow ? std::max<int64_t>(1, st.elements / perRow) : M;
+  auto ex = [&](int64_t m, int64_t n, int64_t k, const S *a, const S *b, TC *c, float scale) {
+    return cublasGemmEx(h, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(n),
+                        static_cast<int>(m), static_cast<int>(k), &one, b, st.type, static_cast<int>(tb ? k : n), a,
+                        st.type, static_cast<int>(ta ? m : k), &scale, c, c16 ? st.type : CUDA_R_32F, static_cast<int>(N),
+                        CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+  };
+  cublasStatus_t status = CUBLAS_STATUS_SUCCESS;
+  // x itself when it is S already, else x's n elements rounded into `out`.
+  auto rounded = [&](const auto *x, int64_t n, S *out) -> const S * {
+    if constexpr (std::is_same_v<std::remove_cv_t<std::remove_pointer_t<decltype(x)>>, S>) {
+      (void)n, (void)out;
+      return x;
+    } else {
+      if (!launch(st.to_store, "to_store", grid_for(n, 256), 256, s, x, out, n)) status = CUBLAS_STATUS_EXECUTION_FAILED;
+      return out;
+    }
+  };
+  if (!ta) { // a product: blocks of A's and C's rows
+    if constexpr (!b16) {
+      return CUBLAS_STATUS_NOT_SUPPORTED; // a product's weight is stored in 16 bits
+    } else {
+      const int64_t block = a16 ? M : std::max<int64_t>(1, st.elements / K);
       for (int64_t m0 = 0; m0 < M && status == CUBLAS_STATUS_SUCCESS; m0 += block) {
         const int64_t n = std::min(block, M - m0);
-        const float *a = convert(A + m0 * K, n * K, st.scratch);
-        float *c = nullptr;
-        if constexpr (c16) c = st.scratch + (a16 ? n * K : 0);
-        else c = C + m0 * N;
-        status = gemm(h, false, tb, n, N, K, a, reinterpret_cast<const float *>(B), c, beta);
-        if constexpr (c16)
-          if (status == CUBLAS_STATUS_SUCCESS && !launch(st.to_store, "to_store", grid_for(n * N, 256), 256, s,
-                                                          static_cast<const float *>(c), C + m0 * N, n * N))
-            status = CUBLAS_STATUS_EXECUTION_FAILED;
+        const S *a = rounded(A + m0 * K, n * K, st.scratch);
+        if (status == CUBLAS_STATUS_SUCCESS) status = ex(n, N, K, a, B, C + m0 * N, beta);
       }
-    } else { // a weight gradient: blocks of the K summed rows of A [K][M] and B [K][N]
-      if (c16) return CUBLAS_STATUS_NOT_SUPPORTED; // gradients sum in float
-      const int64_t perRow = (a16 ? M : 0) + (b16 ? N : 0);
+    }
+  } else { // a weight gradient: blocks of the K summed rows of A [K][M] and B [K][N]
+    if constexpr (c16) {
+      return CUBLAS_STATUS_NOT_SUPPORTED; // gradients sum in float
+    } else {
+      const int64_t perRow = (a16 ? 0 : M) + (b16 ? 0 : N);
       const int64_t block = perRow ? std::max<int64_t>(1, st.elements / perRow) : K;
       for (int64_t k0 = 0; k0 < K && status == CUBLAS_STATUS_SUCCESS; k0 += block) {
         const int64_t n = std::min(block, K - k0);
-        const float *a = convert(A + k0 * M, n * M, st.scratch);
-        const float *b = convert(B + k0 * N, n * N, st.scratch + (a16 ? n * M : 0));
-        if (status == CUBLAS_STATUS_SUCCESS)
-          status = gemm(h, true, tb, M, N, n, a, b, reinterpret_cast<float *>(C), k0 == 0 ? beta : 1.0f);
+        const S *a = rounded(A + k0 * M, n * M, st.scratch);
+        const S *b = rounded(B + k0 * N, n * N, st.scratch + (a16 ? 0 : n * M));
+        if (status == CUBLAS_STATUS_SUCCESS) status = ex(M, N, n, a, b, C, k0 == 0 ? beta : 1.0f);
       }
     }
-    return status;
   }
+  return status;
 }
 
 /// A 16-bit model's row copies between its float buffers (the recurrent
 /// states) and its 16-bit ports: the elements converted by its kernels;
 /// copies of one type are copy_rows' and read_rows'.
-template <class E, class S>
-inline bool copy_rows16(const Storage16 &st, E *a, int64_t first, const S *src, int64_t rows, int64_t B, int64_t width,
+template <class T16, class E, class S>
+inline bool copy_rows16(const Storage16<T16> &st, E *a, int64_t first, const S *src, int64_t rows, int64_t B, int64_t width,
                         cudaStream_t s) {
   const int64_t n = rows * B * width;
   if constexpr (std::is_same_v<E, S>) return ok(copy_rows(a, first, src, rows, B, width, s), "copy_rows");
   else if constexpr (std::is_same_v<E, float>) return launch(st.to_real, "to_real", grid_for(n, 256), 256, s, src, a + first * B * width, n);
   else return launch(st.to_store, "to_store", grid_for(n, 256), 256, s, src, a + first * B * width, n);
 }
-template <class E, class S>
-inline bool read_rows16(const Storage16 &st, const E *a, int64_t first, int64_t rows, int64_t B, int64_t width, S *out,
+template <class T16, class E, class S>
+inline bool read_rows16(const Storage16<T16> &st, const E *a, int64_t first, int64_t rows, int64_t B, int64_t width, S *out,
                         cudaStream_t s) {
   const int64_t n = rows * B * width;
   if constexpr (std::is_same_v<E, S>) return ok(read_rows(a, first, rows, B, width, out, s), "read_rows");

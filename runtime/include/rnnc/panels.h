@@ -54,6 +54,17 @@ template <class S, class E> inline void pack_panels(bool transposed, int64_t N, 
 
 namespace panels_detail {
 
+/// A product's operand x[0 .. n) as E in `out`: converted exactly where it is
+/// stored in 16 bits, rounded to S16 (a 16-bit model's storage type) where it
+/// is kept in E, copied where S16 is void. Returns out.
+template <class S16, class S, class E> inline const E *operand(const S *x, int64_t n, E *out) {
+  if constexpr (!std::is_void_v<S16> && std::is_same_v<S, E>)
+    std::transform(x, x + n, out, [](E v) { return E(S16(v)); });
+  else
+    std::copy_n(x, n, out);
+  return out;
+}
+
 /// The micro-kernels' instruction sets, widest first.
 enum class Isa { Scalar, Avx2, Avx512 };
 
@@ -244,10 +255,12 @@ inline void gradient(Isa chosen, int64_t M, int64_t N, int64_t R, const E *D, co
 /// gradient_rows). Every element is G's value plus one fma chain over r in order, whatever the
 /// ISA or the thread count (each thread of the team takes its own rows of G).
 /// D and X stored in 16 bits (rnnc/half.h) are converted to E a block of rows
-/// at a time; the chains and their bits are those of their E values.
-template <class SD, class SX, class E>
+/// at a time; the chains and their bits are those of their E values. In a
+/// 16-bit model (S16, its storage type) an operand kept in E is rounded to S16
+/// first, as cublasGemmEx reads it on CUDA (rnnc/cuda.h's gemm16).
+template <class S16 = void, class SD, class SX, class E>
 inline void weight_gradient(int64_t M, int64_t N, int64_t R, const SD *D, const SX *X, E *G) {
-  if constexpr (std::is_same_v<SD, E> && std::is_same_v<SX, E>) {
+  if constexpr (std::is_same_v<SD, E> && std::is_same_v<SX, E> && std::is_void_v<S16>) {
     panels_detail::gradient(panels_detail::isa(), M, N, R, D, X, G);
   } else {
     // Blocks of up to 2^20 elements (4 MiB of floats): the rows of every step at once in one block
@@ -258,8 +271,8 @@ inline void weight_gradient(int64_t M, int64_t N, int64_t R, const SD *D, const 
     x.resize(size_t(std::min(R, block) * N));
     for (int64_t r0 = 0; r0 < R; r0 += block) {
       const int64_t n = std::min(block, R - r0);
-      std::copy_n(D + r0 * M, n * M, d.data());
-      std::copy_n(X + r0 * N, n * N, x.data());
+      panels_detail::operand<S16>(D + r0 * M, n * M, d.data());
+      panels_detail::operand<S16>(X + r0 * N, n * N, x.data());
       panels_detail::gradient(panels_detail::isa(), M, N, n, d.data(), x.data(), G);
     }
   }
@@ -270,21 +283,23 @@ inline void weight_gradient(int64_t M, int64_t N, int64_t R, const SD *D, const 
 /// there is the work for one: a thread takes the same columns at every step,
 /// so its part of the panels stays in its own cache. A and C stored in 16
 /// bits (rnnc/half.h) go through E rows a block at a time: A converted
-/// exactly, C rounded once from the E sums.
-template <class SA, class E, class SC>
+/// exactly, C rounded once from the E sums. In a 16-bit model (S16) an A kept
+/// in E is rounded to S16 first, as weight_gradient's operands are.
+template <class S16 = void, class SA, class E, class SC>
 inline void panel_product(int64_t M, int64_t N, int64_t K, const SA *A, const E *panels, SC *C, int64_t ldc) {
-  if constexpr (std::is_same_v<SA, E> && std::is_same_v<SC, E>) {
+  if constexpr (std::is_same_v<SA, E> && std::is_same_v<SC, E> && std::is_void_v<S16>) {
     panels_detail::product(panels_detail::isa(), M, N, K, A, panels, C, ldc);
   } else {
     const int64_t block = std::max<int64_t>(256, (int64_t(1) << 20) / std::max<int64_t>(1, std::max(N, K)));
     thread_local std::vector<E> a, c;
-    if constexpr (!std::is_same_v<SA, E>) a.resize(size_t(std::min(M, block) * K));
+    constexpr bool exact = std::is_same_v<SA, E> && std::is_void_v<S16>; // A's rows read in place
+    if constexpr (!exact) a.resize(size_t(std::min(M, block) * K));
     if constexpr (!std::is_same_v<SC, E>) c.resize(size_t(std::min(M, block) * N));
     for (int64_t r0 = 0; r0 < M; r0 += block) {
       const int64_t n = std::min(block, M - r0);
       const E *rows = nullptr;
-      if constexpr (std::is_same_v<SA, E>) rows = A + r0 * K;
-      else rows = std::copy_n(A + r0 * K, n * K, a.data()) - n * K;
+      if constexpr (exact) rows = A + r0 * K;
+      else rows = panels_detail::operand<S16>(A + r0 * K, n * K, a.data());
       if constexpr (std::is_same_v<SC, E>) {
         panels_detail::product(panels_detail::isa(), n, N, K, rows, panels, C + r0 * ldc, ldc);
       } else {
