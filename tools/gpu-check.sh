@@ -24,6 +24,8 @@
 #           then the layer against nn.LSTM (cuDNN), tools/bench-torch.py --cuda
 #   bf16    bench/gpu/bf16.py: --dtype bf16 LSTM/GRU against cuDNN in bf16, B 16 64 256,
 #           H 1024 2048, and ncu's tensor-pipe count in the GEMMs; docs/benchmarks/gpu-bf16.md
+#   train   tests/gpu/train.py: rnnc train --device cuda on the adding problem in f32, bf16
+#           and f16 (float32 master weights, loss scaling): each learns it, 16 bits within 1.2x
 #   torch   bench/gpu/torch_rnn.py: cuDNN LSTM/GRU, peephole eager and compiled
 #   report  bench/gpu/report.py: the table, printed last, and written below the
 #           marker of docs/benchmarks/gpu.md
@@ -226,6 +228,17 @@ if [ "$tests_rc" = 0 ]; then
   fi
 else
   phase bf16 "not run: the GPU tests did not pass"
+fi
+
+# ---- training on the device in every dtype (issue 21): float32 master weights, 16-bit storage
+if [ "$tests_rc" = 0 ]; then
+  with_blas timeout -k 10 120 python3 tests/gpu/train.py --rnnc "$rnnc" >"$out/train.log" 2>&1
+  case $? in
+    0) phase train "passed: $(grep -c '^PASS' "$out/train.log") runs learn the adding problem ($out/train.log)" ;;
+    *) phase train "FAILED: $(grep -m2 '^FAIL\|^SKIPPED' "$out/train.log" | tr '\n' ' ')"; failed=1 ;;
+  esac
+else
+  phase train "not run: the GPU tests did not pass"
 fi
 
 # ---- the benchmarks: rnnc, then PyTorch, one after the other on the GPU
