@@ -529,8 +529,7 @@ void CudaHost::definitions(Writer &w) {
   if (p_.lossSeeded) takes.push_back("ws->loss_scale = c.take_fixed<real>(1);");
   if (isHalf(p_.dtype)) {
     if (p_.hasBackward) takes.push_back(fmt::format("ws->grads = c.take_fixed<real>({});", p_.paramElements));
-    int64_t perRow = 0;
-    for (const KernelIR &k : p_.kernels) perRow = std::max(perRow, roundedPerRow(k));
+    const int64_t perRow = p_.roundedPerRow; // the plan's: the widest of roundedPerRow(k)
     // A block of rows rounded to 16 bits: up to 2^20 elements (2 MiB), at least one row.
     takes.push_back(perRow ? fmt::format("ws->rounded_elements = std::max<int64_t>({0}, std::min<int64_t>(T * B * {0}, "
                                          "int64_t(1) << 20));",

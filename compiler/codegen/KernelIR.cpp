@@ -418,6 +418,7 @@ bool ProgramBuilder::build(std::string &error) {
   p_.buffers = m_.buffers;
   p_.onesWidth = m_.onesWidth;
   p_.panelElements = m_.panelElements;
+  p_.roundedPerRow = m_.roundedPerRow;
 
   int launch = 0;
   for (const Stage &stage : c_.schedule.stages) {

@@ -247,6 +247,11 @@ TEST_CASE("plan-memory: --dtype bf16 stores what keeps every step in 16 bits, bu
   // Sharing stays within one storage: the gate gradients still take W_ih·x's memory.
   for (const WorkspaceBuffer &b : bf16->m().buffers)
     if (b.shares >= 0) CHECK(bf16->m().buffers[b.shares].half == b.half);
+  // Products read their float operands rounded: on CUDA h (128 wide) for W_hh·h and for the weight
+  // gradient Σ δ h[t-1]ᵀ (δ is 16 bits), in a scratch per stream; f32 rounds nothing.
+  CHECK(bf16->m().roundedPerRow == 128);
+  CHECK(bf16->m().roundedStreams == 1);
+  CHECK(f32->m().roundedPerRow == 0);
   // F16 plans the same buffers; F64 none in 16 bits.
   auto f16 = planned(test::kLstmSource, Backward::All, TimeParallelMode::Auto, {}, DType::F16);
   CHECK(f16->m().bytesPerStep == bf16->m().bytesPerStep);
