@@ -176,20 +176,20 @@ std::string CPrinter::sweep(const Sweep &s, const std::string &indent) {
   std::string out;
   const std::string in2 = indent + "  ";
   if (s.kind == Sweep::Kind::Map) {
-    // The row's draws of each mask first, one Philox call per four elements
+    // The row's draws of each mask first, one Philox call per eight elements
     // (a row of at most 16384: its draws stay on the stack).
-    const int64_t quads = (s.width + 3) / 4;
-    if (drawsMasksByRow() && quads <= 4096)
+    const int64_t octets = (s.width + 7) / 8;
+    if (drawsMasksByRow() && octets <= 2048)
       for (const Instr &in : s.body)
         for (const Operand &o : in.args) {
           if (o.kind != Operand::Kind::Mask || o.scalar || maskDraws_.count({o.site, o.delay})) continue;
           std::string name = fmt::format("draws_{}{}", o.site,
                                          o.delay ? fmt::format("_{}{}", o.delay < 0 ? "next" : "prev", std::abs(o.delay)) : "");
           maskDraws_[{o.site, o.delay}] = name;
-          out += fmt::format("{}unsigned {}[{}]; // mask {}: its draws for this row, four per Philox call\n", indent, name,
-                             quads * 4, o.site);
-          out += fmt::format("{}#pragma omp simd\n{}for (int64_t q = 0; q < {}; ++q)\n", indent, indent, quads);
-          out += fmt::format("{}  keep_draws4(ws.rng, {}u, {}, unsigned(r % B), unsigned(q), {} + 4 * q);\n", indent, o.site,
+          out += fmt::format("{}unsigned {}[{}]; // mask {}: its draws for this row, eight per Philox call\n", indent, name,
+                             octets * 8, o.site);
+          out += fmt::format("{}#pragma omp simd\n{}for (int64_t q = 0; q < {}; ++q)\n", indent, indent, octets);
+          out += fmt::format("{}  keep_draws8(ws.rng, {}u, {}, unsigned(r % B), unsigned(q), {} + 8 * q);\n", indent, o.site,
                              maskStep(o), name);
         }
     out += elementLoop(s.width, indent);

@@ -15,11 +15,31 @@ TEST_CASE("philox4x32_10 gives Random123's known answers (first word)", "[masks]
         0xd16cfe09u);
 }
 
-TEST_CASE("keep_threshold is the probability in units of 2^-24, exactly", "[masks]") {
-  CHECK(scalar::keep_threshold(1.0) == 1u << 24); // every draw keeps
-  CHECK(scalar::keep_threshold(0.5) == 1u << 23);
-  CHECK(scalar::keep_threshold(0.75) == 12582912u);
-  CHECK(scalar::keep_threshold(1e-9) == 0u); // rounds to never
+TEST_CASE("keep_threshold is the probability in units of 2^-16, exactly", "[masks]") {
+  CHECK(scalar::keep_threshold(1.0) == 1u << 16); // every draw keeps
+  CHECK(scalar::keep_threshold(0.5) == 1u << 15);
+  CHECK(scalar::keep_threshold(0.75) == 49152u);
+  CHECK(scalar::keep_threshold(0.8) == 52429u); // round(0.8 * 2^16)
+  CHECK(scalar::keep_threshold(1e-6) == 0u);    // rounds to never
+}
+
+TEST_CASE("keep_draws8 gives eight elements' keep_draw from one Philox call", "[masks]") {
+  const unsigned long long key = scalar::mask_key(11, 2);
+  const unsigned rng[3] = {static_cast<unsigned>(key), static_cast<unsigned>(key >> 32), 1};
+  unsigned words[4] = {5, 3, 9, 2};
+  scalar::philox4x32_10_rounds(words[0], words[1], words[2], words[3], rng[0], rng[1]);
+  for (unsigned q : {0u, 5u, 1000u}) {
+    unsigned row[8];
+    scalar::keep_draws8(rng, 2, 9, 3, q, row);
+    for (unsigned k = 0; k < 8; ++k) {
+      CHECK(row[k] < 1u << 16);
+      CHECK(scalar::keep_draw(rng, 2, 9, 3, 8 * q + k) == row[k]);
+    }
+  }
+  // Element 8q + k is half k % 2 (low first) of word k / 2 at counter (q, b, step, site).
+  unsigned row[8];
+  scalar::keep_draws8(rng, 2, 9, 3, 5, row);
+  for (unsigned k = 0; k < 8; ++k) CHECK(row[k] == ((k & 1) ? words[k / 2] >> 16 : words[k / 2] & 0xFFFFu));
 }
 
 TEST_CASE("keep_mask: training draws 0 or kept, evaluation is the expectation", "[masks]") {

@@ -253,15 +253,15 @@ inline int64_t scan_chunks(int64_t T, int64_t elements, int iterations, bool gua
 
 /// max_i |a[i] - b[i]| / (1 + |a[i]|) over n elements (NaN where either is).
 /// f(j, m) for each element j < n of a mask drawn once per call at `site`
-/// (counter (j / 4, ~0, ~0, site)): m is `scale` (1 / keep) or 0 in training,
-/// 1 in evaluation. One Philox call draws four elements.
+/// (counter (j / 8, ~0, ~0, site)): m is `scale` (1 / keep) or 0 in training,
+/// 1 in evaluation. One Philox call draws eight elements.
 template <class E, class F>
 inline void each_call_mask(const unsigned *rng, unsigned site, unsigned threshold, E scale, int64_t n, F f) {
 #pragma omp parallel for schedule(static) if (n > (1 << 18))
-  for (int64_t q = 0; q < (n + 3) / 4; ++q) {
-    unsigned draw[4];
-    keep_draws4(rng, site, ~0u, ~0u, static_cast<unsigned>(q), draw);
-    for (int64_t j = 4 * q; j < std::min(n, 4 * q + 4); ++j) f(j, keep_value(rng, draw[j - 4 * q], threshold, scale, E(1)));
+  for (int64_t q = 0; q < (n + 7) / 8; ++q) {
+    unsigned draw[8];
+    keep_draws8(rng, site, ~0u, ~0u, static_cast<unsigned>(q), draw);
+    for (int64_t j = 8 * q; j < std::min(n, 8 * q + 8); ++j) f(j, keep_value(rng, draw[j - 8 * q], threshold, scale, E(1)));
   }
 }
 

@@ -57,37 +57,41 @@ RNNC_SCALAR unsigned long long mask_key(unsigned long long seed, unsigned long l
   return splitmix64(seed ^ splitmix64(call));
 }
 
-// The threshold of a mask that keeps with probability q: a draw keeps when
-// its top 24 bits are below it (exact in every engine: no float compare).
-RNNC_SCALAR unsigned keep_threshold(double q) { return unsigned(q * 16777216.0 + 0.5); }
+// The threshold of a mask that keeps with probability q: a draw (16 bits)
+// keeps when it is below it (exact in every engine: no float compare).
+RNNC_SCALAR unsigned keep_threshold(double q) { return unsigned(q * 65536.0 + 0.5); }
 
 // The draw of element i of sequence b at step t of mask `site`, with
-// rng = {key low, key high, 1 in training}: word i % 4 of Philox-4x32-10 at
-// counter (i / 4, b, step, site), so one call serves four elements. step is
-// ~0u for a mask per sequence.
+// rng = {key low, key high, 1 in training}: half i % 2 (low first) of word
+// (i / 2) % 4 of Philox-4x32-10 at counter (i / 8, b, step, site), so one
+// call serves eight elements. step is ~0u for a mask per sequence.
 RNNC_SCALAR unsigned keep_draw(const unsigned *rng, unsigned site, unsigned step, unsigned b, unsigned i) {
-  unsigned c0 = i >> 2, c1 = b, c2 = step, c3 = site;
+  unsigned c0 = i >> 3, c1 = b, c2 = step, c3 = site;
   philox4x32_10_rounds(c0, c1, c2, c3, rng[0], rng[1]);
-  const unsigned w = i & 3u;
-  return w == 0 ? c0 : w == 1 ? c1 : w == 2 ? c2 : c3;
+  const unsigned w = (i >> 1) & 3u, word = w == 0 ? c0 : w == 1 ? c1 : w == 2 ? c2 : c3;
+  return (i & 1u) ? word >> 16 : word & 0xFFFFu;
 }
 
-// The draws of elements 4q .. 4q + 3 at once (one Philox call), into out[0..3].
-RNNC_SCALAR void keep_draws4(const unsigned *rng, unsigned site, unsigned step, unsigned b, unsigned q, unsigned *out) {
+// The draws of elements 8q .. 8q + 7 at once (one Philox call), into out[0..7].
+RNNC_SCALAR void keep_draws8(const unsigned *rng, unsigned site, unsigned step, unsigned b, unsigned q, unsigned *out) {
   unsigned c0 = q, c1 = b, c2 = step, c3 = site;
   philox4x32_10_rounds(c0, c1, c2, c3, rng[0], rng[1]);
-  out[0] = c0;
-  out[1] = c1;
-  out[2] = c2;
-  out[3] = c3;
+  out[0] = c0 & 0xFFFFu;
+  out[1] = c0 >> 16;
+  out[2] = c1 & 0xFFFFu;
+  out[3] = c1 >> 16;
+  out[4] = c2 & 0xFFFFu;
+  out[5] = c2 >> 16;
+  out[6] = c3 & 0xFFFFu;
+  out[7] = c3 >> 16;
 }
 
-// A mask's value from its draw: in training `kept` when the draw's top 24
-// bits are below the threshold (probability threshold / 2^24), else 0; in
+// A mask's value from its draw: in training `kept` when the draw is below
+// the threshold (probability threshold / 2^16), else 0; in
 // evaluation `expected`. Arithmetic, not branches (a loop over elements
 // vectorizes); every product is exact.
 template <class T> RNNC_SCALAR T keep_value(const unsigned *rng, unsigned draw, unsigned threshold, T kept, T expected) {
-  const T keep = T((draw >> 8) < threshold), train = T(rng[2] != 0);
+  const T keep = T(draw < threshold), train = T(rng[2] != 0);
   return keep * kept * train + expected * (T(1) - train);
 }
 
