@@ -27,6 +27,6 @@ grep -m1 "model name" /proc/cpuinfo
 echo "round variant  forward_ms fwd+bwd_ms tokens/s workspace_MB"
 for r in $(seq "$rounds"); do
   for v in none drawn stored weights; do
-    echo "$r $v $("$rnnc" bench "$work/$v.rnn" --batch 32 --seq 100 --runs 10 2>&1 | grep optimized | sed 's/ *optimized *//')"
+    echo "$r $v $("$rnnc" bench "$work/$v.rnn" --batch 32 --seq 100 --runs 10 --no-baseline 2>&1 | grep optimized | sed 's/ *optimized *//')"
   done
 done

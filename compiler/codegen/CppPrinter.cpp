@@ -28,10 +28,12 @@ std::string CppPrinter::elementLoop(int64_t n, const std::string &indent, const 
   return fmt::format("{}#pragma omp simd{}\n{}for (int64_t i = 0; i < {}; ++i) {{\n", indent, clause, indent, n);
 }
 
-/// exp and tanh vectorize through rnnc/cpu.h's fast_exp and fast_tanh.
+/// exp and tanh vectorize through rnnc/cpu.h's fast_exp and fast_tanh, min
+/// and max through its math::min and math::max (selects on values).
 std::string CppPrinter::math(const char *name) const {
   std::string n = name;
   if (n == "exp" || n == "tanh") return "fast_" + n;
+  if (n == "min" || n == "max") return "math::" + n;
   return "std::" + n;
 }
 

@@ -139,17 +139,13 @@ private:
     RNNC_ASSERT(it != names_.end(), "no such helper");
     return static_cast<int>(it - names_.begin());
   }
-  /// Elements per row of a 16-bit model's GEMM operands that are kept in
-  /// float (a recurrent state, a gradient summed in float), which gemm16
-  /// rounds to 16 bits by blocks of rows (rnnc/cuda.h); 0 for others.
-  int64_t roundedPerRow(const KernelIR &k) const {
+  /// Whether a 16-bit model's GEMM reads an operand kept in float (a
+  /// recurrent state, a gradient summed in float), which gemm16 rounds to 16
+  /// bits by blocks of rows (rnnc/cuda.h) in the plan's scratch
+  /// (MemoryPlan::roundedPerRow, which counts these operands' widths).
+  bool roundsAnOperand(const KernelIR &k) const {
     const bool a = k.a >= 0 && !p_.buffers[k.a].half, b = k.b >= 0 && !p_.buffers[k.b].half;
-    switch (k.kind) {
-    case KernelIR::Kind::Gemm: return a ? k.cols : 0;
-    case KernelIR::Kind::GemmT: return a ? k.rows : 0;
-    case KernelIR::Kind::GradMatrix: return (a ? k.rows : 0) + (b ? k.cols : 0);
-    default: return 0;
-    }
+    return k.kind == KernelIR::Kind::GradMatrix ? a || b : (k.kind == KernelIR::Kind::Gemm || k.kind == KernelIR::Kind::GemmT) && a;
   }
   std::string call16(Writer &w, const KernelIR &k, const std::string &from, const std::string &to) const;
   std::string at(int buffer, int32_t delay) const {
@@ -360,7 +356,7 @@ std::string CudaHost::call16(Writer &w, const KernelIR &k, const std::string &fr
   case KernelIR::Kind::GradMatrix: {
     GemmCall gemm = gemmCall(p_, k, from, to, "P");
     w.line("{}: 16-bit operands{}, float sums (tensor cores)", gemm.comment,
-           roundedPerRow(k) ? " (the float one rounded by blocks)" : "");
+           roundsAnOperand(k) ? " (the float one rounded by blocks)" : "");
     return fmt::format("ok(gemm16(blas, s, storage(ws, {}), {}), \"gemm16\")", streamOf_[&k - p_.kernels.data()], gemm.args);
   }
   case KernelIR::Kind::GradVector: {
@@ -529,8 +525,9 @@ void CudaHost::definitions(Writer &w) {
   if (p_.lossSeeded) takes.push_back("ws->loss_scale = c.take_fixed<real>(1);");
   if (isHalf(p_.dtype)) {
     if (p_.hasBackward) takes.push_back(fmt::format("ws->grads = c.take_fixed<real>({});", p_.paramElements));
-    const int64_t perRow = p_.roundedPerRow; // the plan's: the widest of roundedPerRow(k)
-    // A block of rows rounded to 16 bits: up to 2^20 elements (2 MiB), at least one row.
+    const int64_t perRow = p_.roundedPerRow; // the plan's: the widest row of a product's float operands
+    // A block of rows rounded to 16 bits: up to MemoryPlan::kRoundedElements, at least one row.
+    static_assert(MemoryPlan::kRoundedElements == int64_t(1) << 20, "the text below says 2^20");
     takes.push_back(perRow ? fmt::format("ws->rounded_elements = std::max<int64_t>({0}, std::min<int64_t>(T * B * {0}, "
                                          "int64_t(1) << 20));",
                                          perRow)

@@ -122,10 +122,12 @@ struct MemoryPlan {
   /// CUDA, --dtype bf16|f16: the widest row of a product's or weight
   /// gradient's operands kept in float (a recurrent state, a gradient), which
   /// rnnc/cuda.h's gemm16 rounds to 16 bits by blocks of rows in a scratch of
-  /// min(T·B·roundedPerRow, 2^20) 16-bit elements, at least one row, one
-  /// scratch per stream (roundedStreams: the schedule's streams run at once).
+  /// min(T·B·roundedPerRow, kRoundedElements) 16-bit elements, at least one
+  /// row, one scratch per stream (roundedStreams: the schedule's streams run
+  /// at once).
   int64_t roundedPerRow = 0;
   int roundedStreams = 1;
+  static constexpr int64_t kRoundedElements = int64_t(1) << 20; // 2 MiB of 16-bit elements
   bool lengths = false;      // --lengths: the workspace keeps lengths [B] (int32) and the loss's weight (one real)
   /// --lengths on the CPU: the products and weight gradients of every step at
   /// once gather the running rows, up to kPackedRows at a time, into a scratch

@@ -81,7 +81,7 @@ int64_t workspaceBytes(const MemoryPlan &m, int64_t T, int64_t B, bool cuda) {
   if (m.lossScale) total += aligned(4);
   if (m.gradSumElements) total += aligned(4 * m.gradSumElements);
   if (cuda && m.roundedPerRow)
-    total += aligned(2 * m.roundedStreams * std::max(m.roundedPerRow, std::min(T * B * m.roundedPerRow, int64_t(1) << 20)));
+    total += aligned(2 * m.roundedStreams * std::max(m.roundedPerRow, std::min(T * B * m.roundedPerRow, MemoryPlan::kRoundedElements)));
   if (!cuda && m.packWidth) total += aligned(4 * std::min(T * B, MemoryPlan::kPackedRows) * m.packWidth);
   if (m.droppedElements) total += aligned((m.half ? 2 : 4) * m.droppedElements);
   if (m.droppedGradElements) total += aligned(4 * m.droppedGradElements);
@@ -132,6 +132,7 @@ nlohmann::json statsJson(const Stats &s) {
           {"loss_scale_bytes", s.lossScaleBytes},
           {"grad_sum_bytes", s.gradSumBytes},
           {"rounded_bytes_per_row", s.roundedBytesPerRow},
+          {"rounded_elements", MemoryPlan::kRoundedElements},
           {"dropped_grad_bytes", s.droppedGradBytes},
           {"workspace", {{"align_bytes", 64}, {"buffers", buffers}}},
           {"kernels", s.kernels}};
@@ -155,8 +156,9 @@ std::string statsText(const Stats &s) {
                      s.bufferBytesPerStep, s.bufferFixedBytes, s.buffers.size(), sharing);
   if (s.cudaBytesPerStep) out += fmt::format("; CUDA adds {} per step", s.cudaBytesPerStep);
   if (s.roundedBytesPerRow)
-    out += fmt::format("; CUDA rounds the products' float operands to {} in {} bytes per row and stream, up to 2 MiB",
-                       dtypeName(s.dtype), s.roundedBytesPerRow);
+    out += fmt::format("; CUDA rounds the products' float operands to {} in {} bytes per row and stream, up to {} "
+                       "MiB",
+                       dtypeName(s.dtype), s.roundedBytesPerRow, 2 * MemoryPlan::kRoundedElements >> 20);
   if (s.panelBytes) out += fmt::format("; the CPU packs the products' weights in {} bytes", s.panelBytes);
   if (s.packedBytesPerRow)
     out += fmt::format("; the CPU packs running rows in {} bytes per row, up to {} rows", s.packedBytesPerRow,

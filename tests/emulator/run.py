@@ -32,6 +32,10 @@ import shutil
 import tempfile
 import time
 
+sys.dont_write_bytecode = True  # keep the source tree clean
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "numeric"))
+import numlib as nl  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 RUNTIME = os.path.join(ROOT, "runtime", "include")
@@ -97,14 +101,13 @@ FLOAT_TOLERANCE_OF = {"feedback": 2e-3}
 # 16-bit builds (--dtype bf16|f16: docs/precision.md) against CPU bundles of the same dtype: both
 # compute in float and round what they store to 16 bits, so a float-level difference (the GEMMs'
 # sums, libm) shows only where it moves a 16-bit rounding, and then by a unit of it; the bounds
-# are tests/numeric/test_precision.py's (24 units of roundoff: bf16 2^-9, f16 2^-12). A product
-# rounds its float operand (the state h) to 16 bits on both targets, so a float-level difference
-# in h moves that rounding now and then by a unit, which the cell then amplifies as it does
-# any error: observed (seeds 1-3, 2026-12-05) at most 4.8e-3 on every sample but feedback, whose
-# two coupled layers at their full widths (256 and 128 units, random params: saturated h, input
-# gradients up to 150) amplify it to 6.1e-2 in bf16 (f16: 1.1e-3); so 0.12 there.
-HALF_TOLERANCE = {"bf16": 4.8e-2, "f16": 6e-3}
-HALF_TOLERANCE_OF = {("feedback", "bf16"): 0.12}
+# are numlib's (tests/numeric/numlib.py: HALF_TOLERANCE, 24 units of roundoff). A product rounds
+# its float operand (the state h) to 16 bits on both targets, so a float-level difference in h
+# moves that rounding now and then by a unit, which the cell then amplifies as it does any error:
+# observed (seeds 1-3, 2026-12-05) at most 4.8e-3 on every sample but feedback, whose two coupled
+# layers at their full widths (256 and 128 units, random params: saturated h, input gradients up
+# to 150) amplify it to 6.1e-2 in bf16 (f16: 1.1e-3); numlib.half_tolerance allows 0.12 there.
+HALF_TOLERANCE = nl.HALF_TOLERANCE
 F16_SAMPLES = ("lstm", "gru", "charlm", "mingru", "awd_lstm", "feedback")
 
 
@@ -160,7 +163,7 @@ def check(rnnc, compare_bin, sample, flags, work, steps=T, batch=B, dims=None, c
     except RuntimeError as e:
         raise RuntimeError(f"{label}: {e}") from None
     tolerance = 1e-9 if real == "double" else \
-        HALF_TOLERANCE_OF.get((name, real), HALF_TOLERANCE[real]) if real in HALF_TOLERANCE else \
+        nl.half_tolerance(name, real) if real in HALF_TOLERANCE else \
         TF32_TOLERANCE if "--tf32" in flags else FLOAT_TOLERANCE_OF.get(name, FLOAT_TOLERANCE)
     for seed, env in ((seed, env) for env in envs for seed in seeds):
         r, cmd = compare(compare_bin, libs, steps, batch, tolerance, seed, env)

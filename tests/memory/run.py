@@ -66,7 +66,7 @@ def expected_bytes(stats, T, B, cuda):
     total += rounded(stats["grad_sum_bytes"])  # 16-bit storage's float gradient sums
     if cuda and stats["rounded_bytes_per_row"]:  # float operands of products rounded to 16 bits, by blocks
         per_row = stats["rounded_bytes_per_row"] // 2
-        total += rounded(2 * stats["streams"] * max(per_row, min(T * B * per_row, 1 << 20)))  # one per stream
+        total += rounded(2 * stats["streams"] * max(per_row, min(T * B * per_row, stats["rounded_elements"])))  # one per stream
     if not cuda and stats["packed_bytes_per_row"]:  # --lengths: the running rows packed, on the CPU
         total += rounded(min(T * B, stats["packed_rows"]) * stats["packed_bytes_per_row"])
     return max(total, align)

@@ -32,7 +32,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numlib as nl  # noqa: E402
 import test_compiled as tc  # noqa: E402
 
-TOL = {"bf16": 4.8e-2, "f16": 6e-3}
+TOL = nl.HALF_TOLERANCE
 
 
 def precision_check(rnnc, shared, name, path, seed, dtype):

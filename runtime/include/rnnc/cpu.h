@@ -25,13 +25,49 @@ namespace rnnc::cpu {
 
 using namespace rnnc::host;
 
+/// min and max as std::min and std::max define them (the same result, NaNs
+/// included), but selects on values: a reference to a constant operand keeps
+/// GCC from vectorizing a loop with AVX2.
+namespace math_detail {
+template <class T> inline T min(T a, T b) { return b < a ? b : a; }
+template <class T> inline T max(T a, T b) { return a < b ? b : a; }
+} // namespace math_detail
+
 /// exp and tanh that the compiler can vectorize: for float, a range reduction
-/// and a polynomial (Cephes' coefficients, within 2 ulp, no branches); for
+/// and a polynomial (Cephes' coefficients, within 2 ulp), without a branch. A
+/// float select GCC would turn into one (it moves the work after it into both
+/// arms, and with -ftrapping-math, the default, cannot then vectorize the loop
+/// with AVX2), so the clamps and selects below work on the floats' bits:
+/// integer min and masks, which vectorize on every ISA. A NaN gives NaN. For
 /// double, the standard library's.
+namespace math_detail {
+inline int32_t bits_of(float x) {
+  int32_t b;
+  std::memcpy(&b, &x, sizeof b);
+  return b;
+}
+inline float float_of(int32_t b) {
+  float x;
+  std::memcpy(&x, &b, sizeof x);
+  return x;
+}
+/// keep ? a : b, as a mask on the bits.
+inline float select(bool keep, float a, float b) {
+  const int32_t m = -int32_t(keep);
+  return float_of((bits_of(a) & m) | (bits_of(b) & ~m));
+}
+} // namespace math_detail
+
 inline float fast_exp(float x) {
-  x = std::clamp(x, -87.3f, 88.7f);
-  float n = std::nearbyint(x * 1.44269504088896341f);
-  float r = x - n * 0.693359375f + n * 2.12194440e-4f;
+  using namespace math_detail;
+  // x clamped to [-87.3, 88.7]: a positive float orders as its bits, signed; a negative one as
+  // its bits, unsigned, reversed. -0 stays -0.
+  const int32_t bits = bits_of(x), high = 0x42b16666, low = int32_t(0xc2ae999a); // 88.7f, -87.3f
+  const int32_t below = bits < high ? bits : high;
+  const uint32_t clamped = uint32_t(below) < uint32_t(low) ? uint32_t(below) : uint32_t(low);
+  const float y = float_of(int32_t(clamped));
+  float n = std::nearbyint(y * 1.44269504088896341f);
+  float r = y - n * 0.693359375f + n * 2.12194440e-4f;
   float p = 1.9875691500e-4f;
   p = p * r + 1.3981999507e-3f;
   p = p * r + 8.3334519073e-3f;
@@ -39,35 +75,36 @@ inline float fast_exp(float x) {
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   p = p * r * r + r + 1.0f;
-  int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
-  float scale;
-  std::memcpy(&scale, &bits, sizeof scale);
-  return p * scale;
+  const float scale = float_of((static_cast<int32_t>(n) + 127) << 23);
+  return select((bits & 0x7fffffff) > 0x7f800000, x, p * scale); // NaN in, NaN out
 }
 inline double fast_exp(double x) { return std::exp(x); }
 
 inline float fast_tanh(float x) {
-  float a = std::fabs(x);
-  // |x| < 0.625: x + x^3 P(x^2); else 1 - 2 / (e^2|x| + 1), with the sign of x.
+  using namespace math_detail;
+  const float a = std::fabs(x);
+  // |x| < 0.625: x + x^3 P(x^2); else 1 - 2 / (e^2|x| + 1), with the sign of x (|x| taken
+  // to at most 9, on its bits: NaN takes small's arm, which keeps it).
   float z = x * x;
   float p = -5.70498872745e-3f;
   p = p * z + 2.06390887954e-2f;
   p = p * z - 5.37397155531e-2f;
   p = p * z + 1.33314422036e-1f;
   p = p * z - 3.33332819422e-1f;
-  float small = x + x * z * p;
-  float big = 1.0f - 2.0f / (fast_exp(2.0f * std::min(a, 9.0f)) + 1.0f);
-  return a < 0.625f ? small : std::copysign(big, x);
+  const float small = x + x * z * p;
+  const float big = 1.0f - 2.0f / (fast_exp(2.0f * float_of(std::min(bits_of(a), bits_of(9.0f)))) + 1.0f);
+  return select(a >= 0.625f, std::copysign(big, x), small);
 }
 inline double fast_tanh(double x) { return std::tanh(x); }
 
-/// The math rnnc/scalar.h's formulas call: sigmoid's exp is fast_exp.
+/// The math rnnc/scalar.h's formulas and the generated code call: sigmoid's
+/// exp is fast_exp; min and max are math_detail's.
 namespace math {
 using cpu::fast_exp;
 using std::exp;
 using std::log1p;
-using std::max;
-using std::min;
+using math_detail::max;
+using math_detail::min;
 } // namespace math
 
 #define RNNC_SCALAR inline
