@@ -120,15 +120,33 @@ inline void running_chunks(const int32_t *lengths, int64_t B, int64_t r0, int64_
 }
 
 /// The rows of `spans` of a [*][width] array (row 0 at `a`) copied, in order, to `packed`; and back
-/// (converted where one side is stored in 16 bits: rnnc/half.h).
+/// (converted where one side is stored in 16 bits: rnnc/half.h). Row by row across the OpenMP
+/// team when they are many: a copy on one core is the serial part of a packed product, which the
+/// other core would spend waiting (docs/benchmarks/cpu.md#sequence-lengths).
+constexpr int64_t kParallelCopy = int64_t(1) << 16; // elements
+inline const int64_t *packed_sources(const RowSpans &spans, int64_t &n) {
+  thread_local std::vector<int64_t> rows; // packed row k is row rows[k]
+  rows.clear();
+  for (auto [first, count] : spans)
+    for (int64_t r = first; r < first + count; ++r) rows.push_back(r);
+  n = int64_t(rows.size());
+  return rows.data(); // the caller's thread's: read by the team through this pointer
+}
 template <class S, class E> inline void gather_rows(const RowSpans &spans, const S *a, int64_t width, E *packed) {
-  for (auto [first, rows] : spans) packed = std::copy_n(a + first * width, rows * width, packed);
+  int64_t n = 0;
+  const int64_t *rows = packed_sources(spans, n);
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) if (n * width >= kParallelCopy)
+#endif
+  for (int64_t k = 0; k < n; ++k) std::copy_n(a + rows[k] * width, width, packed + k * width);
 }
 template <class E, class S> inline void scatter_rows(const RowSpans &spans, const E *packed, int64_t width, S *a) {
-  for (auto [first, rows] : spans) {
-    std::copy_n(packed, rows * width, a + first * width);
-    packed += rows * width;
-  }
+  int64_t n = 0;
+  const int64_t *rows = packed_sources(spans, n);
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) if (n * width >= kParallelCopy)
+#endif
+  for (int64_t k = 0; k < n; ++k) std::copy_n(packed + k * width, width, a + rows[k] * width);
 }
 
 /// A product of every step at once over the running rows of [r0, r1) only:
