@@ -94,9 +94,10 @@ static std::string weightGradient(const Program &p, const KernelIR &k, const std
                      k.dropped ? "ws.dropped_grad + " : "G + ", k.paramOffset);
 }
 
-/// A --lengths product or weight gradient of every step at once on the CPU:
-/// the running rows in place or packed into ws.packed (rnnc/workspace.h's
-/// packed_product and packed_gradient), so that its cost follows them.
+/// A --lengths product or weight gradient of every step at once on the CPU,
+/// over the running rows only, so that its cost follows them: a product reads
+/// and writes them in place (rnnc/workspace.h's running_product), a weight
+/// gradient packs them into ws.packed (packed_gradient).
 std::string CppPrinter::packedLibraryKernel(const KernelIR &k) {
   const Buffer &a = p_.buffers[k.a];
   const bool product = k.kind != KernelIR::Kind::GradMatrix;
@@ -105,13 +106,15 @@ std::string CppPrinter::packedLibraryKernel(const KernelIR &k) {
   std::string out = signature(p_, k, false, !product && !k.dropped);
   out += fmt::format("  {}{}\n", gemmCall(p_, k).comment,
                      product ? fmt::format(", packed in ws.panels[{}..]", k.panelOffset) : "");
-  out += fmt::format("  // Only the rows of sequences still running, up to {} at a time (docs/lengths.md).\n",
-                     MemoryPlan::kPackedRows);
   if (product)
-    out += fmt::format("  packed_product(ws.lengths, B, r0, r1, {}, {}, {}, {}, {}, ws.packed, [&](int64_t n, const auto *x, "
+    out += "  // Only the rows of sequences still running, in place (docs/lengths.md).\n";
+  else
+    out += fmt::format("  // Only the rows of sequences still running, up to {} at a time (docs/lengths.md).\n",
+                       MemoryPlan::kPackedRows);
+  if (product)
+    out += fmt::format("  running_product(ws.lengths, B, r0, r1, {}, {}, {}, {}, [&](const auto &rows, const auto *x, "
                        "auto *y) {{ {}; }});\n",
-                       MemoryPlan::kPackedRows, rowZero(a, k.aDelay), a.width, rowZero(other, 0), other.width,
-                       panelProduct(p_, k, "n", "x", "y"));
+                       rowZero(a, k.aDelay), a.width, rowZero(other, 0), other.width, panelProduct(p_, k, "rows", "x", "y"));
   else
     out += fmt::format("  packed_gradient(ws.lengths, B, r0, r1, {}, {}, {}, {}, {}, ws.packed, [&](int64_t n, const auto *d, "
                        "const auto *x) {{ {}; }});\n",
@@ -124,8 +127,10 @@ std::string CppPrinter::libraryKernel(const KernelIR &k) {
   const bool gemmKind =
       k.kind == KernelIR::Kind::Gemm || k.kind == KernelIR::Kind::GemmT || k.kind == KernelIR::Kind::GradMatrix;
   auto plain = [&](int buffer) { return buffer < 0 || (!p_.buffers[buffer].ring && !p_.buffers[buffer].stepLocal); };
-  if (p_.hasLengths && p_.packWidth && !k.perStep && gemmKind && plain(k.a) && plain(k.b) && plain(k.out))
+  if (p_.hasLengths && !k.perStep && gemmKind && plain(k.a) && plain(k.b) && plain(k.out)) {
+    RNNC_ASSERT(k.kind != KernelIR::Kind::GradMatrix || p_.packWidth, "plan-memory gives weight gradients ws.packed");
     return packedLibraryKernel(k);
+  }
   // With --lengths the rows [from, to) are a span of sequences still running (docs/lengths.md).
   const bool spans = p_.hasLengths;
   const std::string from = spans ? "q0" : "r0", to = spans ? "q1" : "r1", in = spans ? "    " : "  ";

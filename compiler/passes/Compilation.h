@@ -129,9 +129,10 @@ struct MemoryPlan {
   int roundedStreams = 1;
   static constexpr int64_t kRoundedElements = int64_t(1) << 20; // 2 MiB of 16-bit elements
   bool lengths = false;      // --lengths: the workspace keeps lengths [B] (int32) and the loss's weight (one real)
-  /// --lengths on the CPU: the products and weight gradients of every step at
-  /// once gather the running rows, up to kPackedRows at a time, into a scratch
-  /// of [min(T·B, kPackedRows)][packWidth] (their operands' widths, the widest).
+  /// --lengths on the CPU: the weight gradients of every step at once gather
+  /// the running rows, up to kPackedRows at a time, into a scratch of
+  /// [min(T·B, kPackedRows)][packWidth] (their operands' widths, the widest);
+  /// the products read and write them in place.
   int64_t packWidth = 0;
   static constexpr int64_t kPackedRows = 1024;
   /// The CPU's products with a weight (a loop's W_hh · h, W_hhᵀ · δ, and the

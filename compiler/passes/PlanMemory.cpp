@@ -585,10 +585,10 @@ void MemoryPlanner::figures() {
       }
       if (isLibraryCall(g_, k) && n.op == Op::GradVector)
         m_.onesWidth = std::max<int64_t>(m_.onesWidth, n.width == 1 ? g_.node(n.inputs[0].src).width : 1);
-      const bool packed = n.op == Op::MatMul || n.op == Op::MatMulT || n.op == Op::GradMatrix;
-      if (m_.lengths && !stage.loop && isLibraryCall(g_, k) && packed) // a product: its input and output rows
-        m_.packWidth = std::max(m_.packWidth, g_.node(n.inputs[0].src).width +
-                                                  (n.op == Op::GradMatrix ? g_.node(n.inputs[1].src).width : n.width));
+      // A weight gradient of every step at once packs its two operands' running rows (a product
+      // reads and writes them in place: rnnc/workspace.h's running_product).
+      if (m_.lengths && !stage.loop && isLibraryCall(g_, k) && n.op == Op::GradMatrix)
+        m_.packWidth = std::max(m_.packWidth, g_.node(n.inputs[0].src).width + g_.node(n.inputs[1].src).width);
     }
   for (const WorkspaceBuffer &b : m_.buffers) {
     m_.unsharedBytesPerStep += b.bytesPerStep();

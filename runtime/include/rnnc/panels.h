@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #ifdef _OPENMP
@@ -25,6 +26,11 @@
 #endif
 
 namespace rnnc::cpu {
+
+/// Pieces of rows (first row, rows) of a product's A and C: a --lengths
+/// product of every step at once reads and writes its running rows in place
+/// (rnnc/workspace.h's packed_product).
+using RowPieces = std::vector<std::pair<int64_t, int64_t>>;
 
 /// Columns of a panel: one 64-byte line of E (16 floats, 8 doubles).
 template <class E> constexpr int64_t kPanel = 64 / int64_t(sizeof(E));
@@ -197,20 +203,29 @@ template <> struct Vec<double> {
 namespace rnnc::cpu {
 
 namespace panels_detail {
-/// panel_product on `chosen`, which this CPU must have.
+/// panel_product on `chosen`, which this CPU must have, over `count` pieces of
+/// rows (M of them in all).
 template <class E>
-inline void product(Isa chosen, int64_t M, int64_t N, int64_t K, const E *A, const E *panels, E *C, int64_t ldc) {
+inline void product(Isa chosen, const std::pair<int64_t, int64_t> *pieces, int64_t count, int64_t M, int64_t N,
+                    int64_t K, const E *A, const E *panels, E *C, int64_t ldc) {
   if (M <= 0 || N <= 0) return;
   // A block is a tile's columns (the widest kernel's: the same cut for every ISA).
   constexpr int64_t kBlock = 2 * kPanel<E>;
   const int64_t blocks = (N + kBlock - 1) / kBlock;
   const auto block = [&](int64_t b) {
     const int64_t c0 = b * kBlock, c1 = std::min(N, c0 + kBlock);
+    for (int64_t p = 0; p < count; ++p) {
+      const auto [first, rows] = pieces[p];
+      const E *a = A + first * K;
+      E *c = C + first * ldc;
 #ifdef RNNC_PANELS_X86
-    if (chosen == Isa::Avx512) return avx512::columns(M, K, A, panels, C, ldc, c0, c1);
-    if (chosen == Isa::Avx2) return avx2::columns(M, K, A, panels, C, ldc, c0, c1);
+      if (chosen == Isa::Avx512) avx512::columns(rows, K, a, panels, c, ldc, c0, c1);
+      else if (chosen == Isa::Avx2) avx2::columns(rows, K, a, panels, c, ldc, c0, c1);
+      else scalar_columns(rows, K, a, panels, c, ldc, c0, c1);
+#else
+      scalar_columns(rows, K, a, panels, c, ldc, c0, c1);
 #endif
-    scalar_columns(M, K, A, panels, C, ldc, c0, c1);
+    }
   };
   if (blocks < 2 || double(M) * double(N) * double(K) < kTeamMacs) {
     for (int64_t b = 0; b < blocks; ++b) block(b);
@@ -218,6 +233,11 @@ inline void product(Isa chosen, int64_t M, int64_t N, int64_t K, const E *A, con
   }
 #pragma omp parallel for schedule(static)
   for (int64_t b = 0; b < blocks; ++b) block(b);
+}
+template <class E>
+inline void product(Isa chosen, int64_t M, int64_t N, int64_t K, const E *A, const E *panels, E *C, int64_t ldc) {
+  const std::pair<int64_t, int64_t> all{0, M};
+  product(chosen, &all, 1, M, N, K, A, panels, C, ldc);
 }
 
 /// weight_gradient on `chosen`, which this CPU must have.
@@ -307,6 +327,23 @@ inline void panel_product(int64_t M, int64_t N, int64_t K, const SA *A, const E 
         for (int64_t r = 0; r < n; ++r) std::copy_n(c.data() + r * N, N, C + (r0 + r) * ldc);
       }
     }
+  }
+}
+
+/// panel_product over pieces of A's and C's rows (row 0 at A and C; A's rows
+/// K apart, C's ldc): a --lengths product of every step at once over its
+/// running rows, read and written in place (no copies). One team takes the
+/// columns as panel_product's, each thread every piece of its columns: the
+/// same bits as panel_product on the rows packed together.
+template <class S16 = void, class SA, class E, class SC>
+inline void panel_product(const RowPieces &pieces, int64_t N, int64_t K, const SA *A, const E *panels, SC *C,
+                          int64_t ldc) {
+  if constexpr (std::is_same_v<SA, E> && std::is_same_v<SC, E> && std::is_void_v<S16>) {
+    int64_t M = 0;
+    for (auto [first, rows] : pieces) M += rows;
+    panels_detail::product(panels_detail::isa(), pieces.data(), int64_t(pieces.size()), M, N, K, A, panels, C, ldc);
+  } else { // 16-bit storage converts its rows by blocks anyway: a piece at a time
+    for (auto [first, rows] : pieces) panel_product<S16>(rows, N, K, A + first * K, panels, C + first * ldc, ldc);
   }
 }
 

@@ -149,28 +149,27 @@ template <class E, class S> inline void scatter_rows(const RowSpans &spans, cons
   for (int64_t k = 0; k < n; ++k) std::copy_n(packed + k * width, width, a + rows[k] * width);
 }
 
-/// A product of every step at once over the running rows of [r0, r1) only:
-/// `product(n, in, out)` computes n rows of `out` ([*][out_width], row 0 at
-/// out) from those of `in` ([*][in_width]); the rows of a chunk in one piece
-/// in place, else packed into `scratch` (E, the compute type) and back. The
-/// other rows are zeros. `product` takes either kind of pointer.
-template <class SI, class SO, class E, class Product>
-inline void packed_product(const int32_t *lengths, int64_t B, int64_t r0, int64_t r1, int64_t chunk, const SI *in,
-                           int64_t in_width, SO *out, int64_t out_width, E *scratch, Product product) {
-  running_chunks(
-      lengths, B, r0, r1, chunk,
-      [&](const RowSpans &spans, int64_t n) {
-        if (spans.size() == 1) return product(n, in + spans[0].first * in_width, out + spans[0].first * out_width);
-        gather_rows(spans, in, in_width, scratch);
-        product(n, static_cast<const E *>(scratch), scratch + n * in_width);
-        scatter_rows(spans, scratch + n * in_width, out_width, out);
-      },
+/// A product of every step at once over the running rows of [r0, r1) only,
+/// read and written in place: `product(rows, in, out)` computes those rows of
+/// `out` ([*][out_width]) from those of `in` ([*][in_width]), where `rows` is
+/// a count (the rows are one piece; in and out at its first row) or the pieces
+/// (RowPieces, rnnc/panels.h: first row and rows; in and out at row 0). The
+/// other rows are zeros.
+template <class SI, class SO, class Product>
+inline void running_product(const int32_t *lengths, int64_t B, int64_t r0, int64_t r1, const SI *in, int64_t in_width,
+                            SO *out, int64_t out_width, Product product) {
+  RowSpans pieces;
+  running_spans(
+      lengths, B, r0, r1, [&](int64_t a, int64_t b) { pieces.push_back({a, b - a}); },
       [&](int64_t a, int64_t b) { std::fill(out + a * out_width, out + b * out_width, SO(0)); });
+  if (pieces.size() == 1) return product(pieces[0].second, in + pieces[0].first * in_width, out + pieces[0].first * out_width);
+  if (!pieces.empty()) product(pieces, in, out);
 }
 
 /// A weight gradient of every step at once, Σ over the running rows of
 /// [r0, r1) of d[r] x[r]^T: `gradient(n, d, x)` adds n rows' ([*][d_width]
-/// and [*][x_width]), in place or packed into `scratch` as packed_product's.
+/// and [*][x_width]); the rows of a chunk in one piece in place, else packed
+/// into `scratch` (E, the compute type) first.
 template <class SD, class SX, class E, class Gradient>
 inline void packed_gradient(const int32_t *lengths, int64_t B, int64_t r0, int64_t r1, int64_t chunk, const SD *d,
                             int64_t d_width, const SX *x, int64_t x_width, E *scratch, Gradient gradient) {
