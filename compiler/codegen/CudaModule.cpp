@@ -12,6 +12,7 @@
 // 3. A .cu holds kernels and host code; --jit puts the kernels in a string
 //    that rnnc/cuda_jit.h compiles with NVRTC on first use.
 #include "codegen/Bundle.h"
+#include "codegen/CudaPersist.h"
 #include "codegen/CudaPrinter.h"
 #include "codegen/StoppedRows.h"
 #include "codegen/CudaScan.h"
@@ -390,6 +391,11 @@ void CudaHost::stageFunction(Writer &w, int stage) {
     w.raw(CudaScanPrinter(p_, sm_, stage).stageFunction());
     return;
   }
+  if (CudaPersistPrinter::persistent(p_, stage)) {
+    const std::string name = CudaPersistPrinter::kernelName(stage);
+    CudaPersistPrinter(p_, sm_, stage).stageFunction(w, static_cast<int>(std::find(names_.begin(), names_.end(), name) - names_.begin()));
+    return;
+  }
   w.line("/// Stage {}{}: {}.", stage, s.backward ? " (backward)" : "",
          s.loop ? fmt::format("a loop over time, t = {}", s.direction > 0 ? "0 .. T-1" : "T-1 .. 0") : "every step at once");
   w.open("int stage_{}(const Workspace &ws, const {} *P, real *G, int64_t T, int64_t B, cudaStream_t s, "
@@ -523,6 +529,8 @@ void CudaHost::definitions(Writer &w) {
   if (p_.hasLengths) extraTake += " ws->host_lengths = nullptr;";
   std::vector<std::string> takes = {extraTake};
   if (p_.lossSeeded) takes.push_back("ws->loss_scale = c.take_fixed<real>(1);");
+  if (CudaPersistPrinter::anyPersistent(p_))
+    takes.push_back(fmt::format("ws->grid_barrier = c.take_fixed<unsigned>({});", 2 * p_.stages.size()));
   if (isHalf(p_.dtype)) {
     if (p_.hasBackward) takes.push_back(fmt::format("ws->grads = c.take_fixed<real>({});", p_.paramElements));
     const int64_t perRow = p_.roundedPerRow; // the plan's: the widest row of a product's float operands

@@ -9,6 +9,7 @@
 //    no include path.
 #include "codegen/CudaPrinter.h"
 
+#include "codegen/CudaPersist.h"
 #include "codegen/CudaScan.h"
 #include "codegen/HostCode.h"
 #include "codegen/ScalarText.h"
@@ -338,9 +339,12 @@ std::string CudaPrinter::fusedKernel(const KernelIR &k) {
   vector_ = flat_ ? elementsPerThread(k, p_) : 1;
   int threads = threadsOf(k);
   bool vector = vector_ > 1;
-  std::string out = fmt::format("RNNC_KERNEL __launch_bounds__({}) void {}(const Workspace ws, const {} *__restrict__ {},\n"
-                                "    int64_t B, int64_t r0, int64_t r1) {{\n",
-                                threads, k.name, portType(p_), vector ? "params" : "P");
+  std::string out = step_ ? fmt::format("__device__ void {}_step(const Workspace &ws, const {} *__restrict__ {}, int64_t B,\n"
+                                        "    int64_t r0, int64_t r1) {{\n",
+                                        k.name, portType(p_), vector ? "params" : "P")
+                         : fmt::format("RNNC_KERNEL __launch_bounds__({}) void {}(const Workspace ws, const {} *__restrict__ {},\n"
+                                       "    int64_t B, int64_t r0, int64_t r1) {{\n",
+                                       threads, k.name, portType(p_), vector ? "params" : "P");
   // A row read as a broadcast element is not offset by the thread's elements
   // (elementsPerThread keeps a row from being read both ways).
   std::set<std::pair<int, int>> scalarRows;
@@ -415,6 +419,17 @@ std::string CudaPrinter::fusedKernel(const KernelIR &k) {
   return out + "  }\n}\n";
 }
 
+std::string CudaPrinter::stepKernel(const KernelIR &k) {
+  step_ = true;
+  std::string out = kernel(k);
+  step_ = false;
+  return out + fmt::format("RNNC_KERNEL __launch_bounds__({0}) void {1}(const Workspace ws, const {2} *__restrict__ P, int64_t B,\n"
+                           "    int64_t r0, int64_t r1) {{\n"
+                           "  {1}_step(ws, P, B, r0, r1); // the loop step by step: a launch a step\n"
+                           "}}\n",
+                           threadsOf(k), k.name, portType(p_));
+}
+
 std::string CudaPrinter::libraryKernel(const KernelIR &) { RNNC_UNREACHABLE("library kernels are host calls on CUDA"); }
 
 std::vector<std::string> cudaKernelNames(const Program &p) {
@@ -428,6 +443,8 @@ std::vector<std::string> cudaKernelNames(const Program &p) {
   for (size_t s = 0; s < p.stages.size(); ++s)
     if (CudaScanPrinter::runsInParallel(p, static_cast<int>(s)))
       for (const std::string &n : CudaScanPrinter::kernelNames(p, static_cast<int>(s))) names.push_back(n);
+  for (size_t s = 0; s < p.stages.size(); ++s)
+    if (CudaPersistPrinter::persistent(p, static_cast<int>(s))) names.push_back(CudaPersistPrinter::kernelName(static_cast<int>(s)));
   return names;
 }
 
@@ -437,6 +454,8 @@ std::string cudaWorkspaceStruct(const Program &p) {
     members.push_back("const int32_t *host_lengths; // [B] in host memory: the rows each step's library calls cut to");
   if (p.lossSeeded)
     members.push_back("real *loss_scale; // [1]: forward's options->loss_scale, what the kernels multiply the loss seed by");
+  if (CudaPersistPrinter::anyPersistent(p))
+    members.push_back("unsigned *grid_barrier; // [2 per stage]: a persistent loop's grid barrier (arrivals, generation)");
   if (isHalf(p.dtype)) {
     if (p.hasBackward)
       members.push_back(fmt::format("real *grads; // [{}]: the params' gradients, summed in float (rounded into param_grads)",
@@ -483,10 +502,17 @@ std::string printCudaKernels(const Program &p, const SourceManager &sm) {
            "  }\n"
            "}\n";
   if (CudaScanPrinter::anyRunsInParallel(p)) out += CudaScanPrinter::devicePrelude();
+  if (CudaPersistPrinter::anyPersistent(p)) out += CudaPersistPrinter::devicePrelude(p);
   out += "\n" + cudaWorkspaceStruct(p) + "\n";
   CudaPrinter printer(p, sm);
-  for (const KernelIR &k : p.kernels)
-    if (k.kind == KernelIR::Kind::Fused) out += printer.kernel(k) + "\n";
+  for (size_t k = 0; k < p.kernels.size(); ++k)
+    if (p.kernels[k].kind == KernelIR::Kind::Fused)
+      out += (CudaPersistPrinter::inPersistentStage(p, static_cast<int>(k)) ? printer.stepKernel(p.kernels[k])
+                                                                             : printer.kernel(p.kernels[k])) + "\n";
+  // Loops that may run persistent: one cooperative kernel each, calling the step functions above.
+  for (size_t s = 0; s < p.stages.size(); ++s)
+    if (CudaPersistPrinter::persistent(p, static_cast<int>(s)))
+      out += CudaPersistPrinter(p, sm, static_cast<int>(s)).kernel() + "\n";
   // Loops run in parallel over time: their own kernels (above) step by step, or these.
   for (size_t s = 0; s < p.stages.size(); ++s)
     if (CudaScanPrinter::runsInParallel(p, static_cast<int>(s))) out += CudaScanPrinter(p, sm, static_cast<int>(s)).kernels();

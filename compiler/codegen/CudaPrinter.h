@@ -26,6 +26,10 @@ public:
   /// every offset it reads at is a multiple of 4 elements (16-byte loads and
   /// stores for float), else 1.
   static int elementsPerThread(const KernelIR &k, const Program &p);
+  /// A fused kernel of a loop that also runs persistent (CudaPersist.h): its
+  /// body as the __device__ function <name>_step, which the persistent kernel
+  /// calls every step, and the __global__ <name> that calls it once.
+  std::string stepKernel(const KernelIR &k);
 
 protected:
   std::string fusedKernel(const KernelIR &k) override;
@@ -40,6 +44,7 @@ protected:
 private:
   std::string vectorName(const Operand &o) const;
   bool flat_ = false; // printing a flat kernel: i is the thread's element
+  bool step_ = false; // printing the body as a __device__ function (stepKernel)
   int vector_ = 1;    // elements per thread of the flat kernel being printed
 };
 

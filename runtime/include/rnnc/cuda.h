@@ -7,6 +7,7 @@
 // and the first call says "no CUDA device".
 #pragma once
 
+#include "rnnc/persistent.h"
 #include "rnnc/workspace.h"
 
 #include <cublas_v2.h>
@@ -198,6 +199,58 @@ inline bool launch(const void *kernel, const char *what, unsigned grid, unsigned
   last_error() = std::string("cudaLaunchKernel(") + what + "): " + cudaGetErrorString(e);
   return false;
 #endif
+}
+
+/// Launches `kernel` as a cooperative kernel (a persistent loop: all `grid`
+/// blocks live at once, meeting at grid barriers) with `shared` bytes of
+/// dynamic shared memory per block.
+template <class... Args>
+inline bool launch_cooperative(const void *kernel, const char *what, unsigned grid, unsigned block, size_t shared,
+                               cudaStream_t s, Args... args) {
+#ifdef RNNC_CUDA_EMULATOR // tests/emulator: the blocks run on host threads, one at a time
+  (void)what;
+  return rnnc_emulator::launch_cooperative(kernel, grid, block, shared, s, args...);
+#else
+  void *argv[] = {static_cast<void *>(&args)...};
+  cudaError_t e = cudaLaunchCooperativeKernel(kernel, dim3(grid), dim3(block), argv, shared, s);
+  if (e == cudaSuccess) return true;
+  last_error() = std::string("cudaLaunchCooperativeKernel(") + what + "): " + cudaGetErrorString(e);
+  return false;
+#endif
+}
+
+/// Whether the persistent kernel `kernel` (256 threads a block) runs loop `l`
+/// for B sequences on this device (persist::choose), and with what grid and
+/// shared memory; grid 0: step by step. Allows the kernel the shared memory
+/// it needs. With RNNC_LOOP_REPORT set, says on stderr what it chose and why.
+inline persist::Choice persistent_choice(const void *kernel, const char *what, const persist::Loop &l, int64_t B) {
+  int device = 0, sms = 0, cooperative = 0, shared = 0;
+  persist::Choice c;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&shared, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess) {
+    cudaGetLastError(); // step by step, whose launches say what is wrong
+    c.why = "the device's attributes could not be read";
+  } else {
+    const persist::Gpu g{sms, shared, cooperative != 0};
+    c = persist::choose(l, g, B, persist::modeFromEnvironment(), [&](int64_t bytes) {
+      int blocks = 0;
+      if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)) != cudaSuccess ||
+          cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, 256, static_cast<size_t>(bytes)) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+      }
+      return blocks;
+    });
+  }
+  if (std::getenv("RNNC_LOOP_REPORT")) {
+    if (c.grid)
+      std::fprintf(stderr, "rnnc: %s: persistent, %u blocks, %lld bytes of shared memory each: %s\n", what, c.grid,
+                   static_cast<long long>(c.shared), c.why);
+    else std::fprintf(stderr, "rnnc: %s: step by step: %s\n", what, c.why);
+  }
+  return c;
 }
 
 /// Grid size of a grid-stride launch over n elements: enough blocks to fill

@@ -203,6 +203,48 @@ inline cudaError_t cudaGraphLaunch(cudaGraphExec_t g, cudaStream_t s) {
 }
 inline cudaError_t cudaLaunchKernel(const void *, dim3, dim3, void **, size_t, cudaStream_t) { return cudaErrorInvalidValue; }
 
+// The device's limits (rnnc_emulator::limits) and what the persistent loops ask of it.
+enum cudaDeviceAttr {
+  cudaDevAttrMultiProcessorCount = 16,
+  cudaDevAttrComputeCapabilityMajor = 75,
+  cudaDevAttrComputeCapabilityMinor = 76,
+  cudaDevAttrCooperativeLaunch = 95,
+  cudaDevAttrMaxSharedMemoryPerBlockOptin = 97,
+};
+enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
+inline cudaError_t cudaGetLastError() { return cudaSuccess; } // the emulated calls keep no sticky error
+inline cudaError_t cudaGetDevice(int *d) {
+  *d = 0;
+  return cudaSuccess;
+}
+inline cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr a, int) {
+  const rnnc_emulator::Limits &l = rnnc_emulator::limits();
+  switch (a) {
+  case cudaDevAttrMultiProcessorCount: *value = l.sms; break;
+  case cudaDevAttrComputeCapabilityMajor: *value = 9; break;
+  case cudaDevAttrComputeCapabilityMinor: *value = 0; break;
+  case cudaDevAttrCooperativeLaunch: *value = 1; break;
+  case cudaDevAttrMaxSharedMemoryPerBlockOptin: *value = static_cast<int>(l.sharedPerBlockOptin); break;
+  default: return cudaErrorInvalidValue;
+  }
+  return cudaSuccess;
+}
+inline cudaError_t cudaFuncSetAttribute(const void *kernel, cudaFuncAttribute a, int value) {
+  if (a != cudaFuncAttributeMaxDynamicSharedMemorySize || value < 0 ||
+      static_cast<size_t>(value) > rnnc_emulator::limits().sharedPerBlockOptin)
+    return cudaErrorInvalidValue;
+  for (auto &[k, n] : rnnc_emulator::dynamicAllowed())
+    if (k == kernel) return n = static_cast<size_t>(value), cudaSuccess;
+  rnnc_emulator::dynamicAllowed().push_back({kernel, static_cast<size_t>(value)});
+  return cudaSuccess;
+}
+inline cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, const void *kernel, int threads,
+                                                                 size_t dynamicBytes) {
+  if (threads <= 0 || dynamicBytes > rnnc_emulator::dynamicLimit(kernel)) return *blocks = 0, cudaSuccess;
+  *blocks = rnnc_emulator::blocksPerSm(static_cast<unsigned>(threads), dynamicBytes);
+  return cudaSuccess;
+}
+
 /// For tests/emulator/compare.cpp: a non-blocking stream of this bundle's
 /// emulated device, which it passes as the caller's stream.
 extern "C" __attribute__((visibility("default"))) void *rnnc_emulator_caller_stream() {

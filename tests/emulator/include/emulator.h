@@ -2,7 +2,8 @@
 // bundle compiles as C++ against these headers (cuda_runtime.h, cublas_v2.h)
 // with -DRNNC_CUDA_EMULATOR. Each block of a launch runs its threads as
 // fibers with a real barrier for __syncthreads() and a real exchange for
-// warp shuffles; the blocks of a grid run in a random order. Launches,
+// warp shuffles; the blocks of a grid run in a random order, those of a
+// cooperative launch all live at once with a real grid barrier. Launches,
 // copies and cuBLAS calls wait in their stream's queue and run when the host
 // forces them, the streams in a random order (emulator_streams.h); cuBLAS is
 // a plain reference in double. Memory is host memory, 256-byte aligned and
@@ -16,8 +17,12 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <condition_variable>
 #include <functional>
+#include <mutex>
+#include <random>
 #include <sys/mman.h>
+#include <thread>
 #include <ucontext.h>
 #include <vector>
 
@@ -31,8 +36,9 @@ struct uint3 {
 
 namespace rnnc_emulator {
 
-inline uint3 tIdx, bIdx; // threadIdx is the running fiber's
-inline dim3 bDim, gDim;
+// Per host thread: a cooperative launch runs each block on a thread of its own.
+inline thread_local uint3 tIdx, bIdx; // threadIdx is the running fiber's
+inline thread_local dim3 bDim, gDim;
 
 /// The threads of one block as fibers on the calling thread (ucontext): a
 /// thread runs until it waits at a barrier, then the next one runs. One host
@@ -99,7 +105,7 @@ private:
 };
 
 inline Fibers &fibers() {
-  static Fibers f;
+  static thread_local Fibers f;
   return f;
 }
 
@@ -128,12 +134,90 @@ private:
   unsigned n_, arrived_ = 0, gen_ = 0;
 };
 
+class Grid;
+
 struct Block {
   Barrier barrier;
-  std::vector<double> lanes; // what each thread offers a shuffle
-  explicit Block(unsigned n) : barrier(n), lanes(n) {}
+  std::vector<Barrier> warps; // a shuffle's: the 32 lanes of one warp exchange (a full mask)
+  std::vector<double> lanes;   // what each thread offers a shuffle
+  Grid *grid = nullptr;      // a cooperative launch's: the grid barrier
+  unsigned gridArrived = 0, gridGeneration = 0;
+  std::vector<double> dynamic; // the launch's dynamic shared memory (16-byte aligned), all bits set
+  explicit Block(unsigned n, size_t dynamicBytes = 0)
+      : barrier(n), lanes(n), dynamic((dynamicBytes + sizeof(double) - 1) / sizeof(double)) {
+    for (unsigned w = 0; w < n; w += 32) warps.emplace_back(std::min(32u, n - w));
+    std::memset(dynamic.data(), 0xff, dynamic.size() * sizeof(double));
+  }
 };
-inline Block *block = nullptr;
+inline thread_local Block *block = nullptr;
+
+/// The blocks of a cooperative launch, all live at once as a GPU keeps them:
+/// each on a host thread of its own (its fibers keep their stacks while it
+/// waits at the grid barrier), but one running at a time, passing a turn. A
+/// block runs until all its threads wait at the grid barrier or have ended;
+/// then the next block still to reach it runs; when all wait, the barrier
+/// opens and they run again in an order drawn afresh. So a missing grid
+/// barrier shows for sure: the first block runs its next phase before the
+/// others have run this one.
+class Grid {
+public:
+  Grid(unsigned n, std::mt19937_64 &rng) : state_(n, Ready), order_(n), rng_(rng) {
+    for (unsigned b = 0; b < n; ++b) order_[b] = b;
+    std::shuffle(order_.begin(), order_.end(), rng_);
+    turn_ = order_[0];
+  }
+  /// Waits for block b's first turn.
+  void begin(unsigned b) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    waitTurn(lock, b);
+  }
+  /// Block b's threads all wait at the barrier: returns when it has opened
+  /// and it is b's turn again.
+  void arrive(unsigned b) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    state_[b] = Waiting;
+    pass();
+    waitTurn(lock, b);
+  }
+  /// Block b's threads have all ended.
+  void end(unsigned b) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    state_[b] = Done;
+    pass();
+  }
+
+private:
+  enum State { Ready, Waiting, Done };
+  void waitTurn(std::unique_lock<std::mutex> &lock, unsigned b) {
+    // A GPU would hang; the emulator says so after a minute.
+    if (!turned_.wait_for(lock, std::chrono::seconds(60), [&] { return turn_ == b; }))
+      fault("a cooperative launch's block waited a minute for its turn (a grid barrier some block never reaches)");
+  }
+  /// The turn to the next block still to reach the barrier; when none is
+  /// left, the barrier opens.
+  void pass() {
+    for (unsigned b : order_)
+      if (state_[b] == Ready) {
+        turn_ = b;
+        turned_.notify_all();
+        return;
+      }
+    const auto waiting = std::count(state_.begin(), state_.end(), Waiting);
+    if (waiting == 0) return; // all ended
+    if (waiting < static_cast<long>(state_.size()))
+      fault("a cooperative launch's block ended while others wait at a grid barrier it never reached (a GPU hangs)");
+    std::fill(state_.begin(), state_.end(), Ready);
+    std::shuffle(order_.begin(), order_.end(), rng_);
+    turn_ = order_[0];
+    turned_.notify_all();
+  }
+  std::mutex mutex_;
+  std::condition_variable turned_;
+  std::vector<State> state_;
+  std::vector<unsigned> order_;
+  std::mt19937_64 &rng_;
+  unsigned turn_ = 0;
+};
 
 template <class... Args>
 inline void run(void (*fn)(Args...), unsigned grid, unsigned threads, Args... args) {
@@ -153,6 +237,28 @@ inline void run(void (*fn)(Args...), unsigned grid, unsigned threads, Args... ar
   }
 }
 
+/// A cooperative launch: every block on a host thread of its own, one
+/// running at a time (Grid), with `dynamicBytes` of dynamic shared memory each.
+template <class... Args>
+inline void run_cooperative(void (*fn)(Args...), unsigned grid, unsigned threads, size_t dynamicBytes, Args... args) {
+  Grid g(grid, device().rng());
+  std::vector<std::thread> blocks;
+  for (unsigned b = 0; b < grid; ++b)
+    blocks.emplace_back([&, b] {
+      g.begin(b);
+      Block shared(threads, dynamicBytes);
+      shared.grid = &g;
+      bIdx = uint3{b, 0, 0};
+      bDim = dim3(threads);
+      gDim = dim3(grid);
+      block = &shared;
+      fibers().run(threads, b % 2 == 1, [&](unsigned) { fn(args...); });
+      block = nullptr;
+      g.end(b);
+    });
+  for (std::thread &t : blocks) t.join();
+}
+
 /// Queues the launch on `stream`; false for a launch a GPU would refuse or
 /// one the capture rules forbid.
 template <class... Args>
@@ -162,25 +268,95 @@ inline bool launch(const void *kernel, unsigned grid, unsigned threads, EmuStrea
   return issue(stream, [=] { run(fn, grid, threads, args...); });
 }
 
+/// The emulated GPU's limits: an H100's shared memory, and RNNC_EMULATOR_SMS
+/// multiprocessors (default 5: few blocks, and an odd count, so work splits
+/// unevenly), one block of up to 2048 threads each at a time per 228 KiB.
+struct Limits {
+  int sms = 5;
+  size_t sharedPerBlock = 48 << 10;         // without opting in
+  size_t sharedPerBlockOptin = 227 << 10;   // cudaFuncAttributeMaxDynamicSharedMemorySize's ceiling
+  size_t sharedPerSm = 228 << 10;
+  int threadsPerSm = 2048;
+  Limits() {
+    if (const char *n = std::getenv("RNNC_EMULATOR_SMS")) sms = std::max(1, std::atoi(n));
+  }
+};
+inline const Limits &limits() {
+  static const Limits l;
+  return l;
+}
+
+/// What cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, n) allowed each kernel.
+inline std::vector<std::pair<const void *, size_t>> &dynamicAllowed() {
+  static std::vector<std::pair<const void *, size_t>> allowed;
+  return allowed;
+}
+inline size_t dynamicLimit(const void *kernel) {
+  for (const auto &[k, n] : dynamicAllowed())
+    if (k == kernel) return n;
+  return limits().sharedPerBlock;
+}
+
+/// Blocks of `threads` with `dynamicBytes` each that one multiprocessor holds at once.
+inline int blocksPerSm(unsigned threads, size_t dynamicBytes) {
+  const Limits &l = limits();
+  const int byThreads = l.threadsPerSm / static_cast<int>(threads);
+  const int byShared = dynamicBytes ? static_cast<int>(l.sharedPerSm / dynamicBytes) : byThreads;
+  return std::min(byThreads, byShared);
+}
+
+/// Queues a cooperative launch; false where a GPU would refuse it: more
+/// dynamic shared memory than the kernel was allowed, or more blocks than
+/// the device holds at once.
+template <class... Args>
+inline bool launch_cooperative(const void *kernel, unsigned grid, unsigned threads, size_t dynamicBytes,
+                               EmuStream *stream, Args... args) {
+  if (threads == 0 || threads > 1024 || threads % 32 || grid == 0) return false;
+  if (dynamicBytes > dynamicLimit(kernel)) return false;
+  if (grid > static_cast<unsigned>(limits().sms * blocksPerSm(threads, dynamicBytes))) return false;
+  auto fn = reinterpret_cast<void (*)(Args...)>(const_cast<void *>(kernel));
+  return issue(stream, [=] { run_cooperative(fn, grid, threads, dynamicBytes, args...); });
+}
+
 inline void syncthreads() { block->barrier.wait(); }
 
+/// The grid barrier of a cooperative launch: the block's threads all arrive,
+/// the last of them waits for the other blocks' (Grid::arrive).
+inline void grid_sync() {
+  Block &b = *block;
+  if (!b.grid) fault("a grid barrier in a launch that is not cooperative");
+  const unsigned generation = b.gridGeneration;
+  if (++b.gridArrived == bDim.x) {
+    b.gridArrived = 0;
+    b.grid->arrive(bIdx.x);
+    ++b.gridGeneration;
+    return;
+  }
+  while (generation == b.gridGeneration) fibers().yield();
+}
+
+/// The block's dynamic shared memory (extern __shared__ on a GPU).
+inline void *dynamic_shared() { return block->dynamic.data(); }
+
 template <class T> inline T shfl_xor(T v, int offset) {
+  Barrier &warp = block->warps[tIdx.x / 32];
   block->lanes[tIdx.x] = static_cast<double>(v);
-  block->barrier.wait();
+  warp.wait();
   unsigned from = tIdx.x ^ static_cast<unsigned>(offset);
   T r = from < bDim.x ? static_cast<T>(block->lanes[from]) : v;
-  block->barrier.wait();
+  warp.wait();
   return r;
 }
 
 /// __shfl_up_sync over a whole warp: the value of the lane `delta` below,
 /// or the caller's own where there is none (lanes of one warp only).
 template <class T> inline T shfl_up(T v, int delta) {
+  Barrier &warp = block->warps[tIdx.x / 32];
   block->lanes[tIdx.x] = static_cast<double>(v);
-  block->barrier.wait();
+  warp.wait();
   const unsigned lane = tIdx.x & 31u;
   T r = lane >= static_cast<unsigned>(delta) ? static_cast<T>(block->lanes[tIdx.x - static_cast<unsigned>(delta)]) : v;
-  block->barrier.wait();
+  warp.wait();
   return r;
 }
 
@@ -198,4 +374,5 @@ template <class T> inline T shfl_up(T v, int delta) {
 #define __host__
 #define __forceinline__ inline
 #define __launch_bounds__(n)
-#define __shared__ static
+// Per host thread, as blocks are: a cooperative launch's live at once.
+#define __shared__ static thread_local

@@ -1,0 +1,253 @@
+// Persistent loops: which loop stages have the variant, its device helpers,
+// the cooperative kernel of a stage and the stage function that picks it.
+// The kernel reuses the fused kernels' bodies as they are (grid-stride loops
+// over a step's rows, correct for any grid), so every cell the step-by-step
+// loop runs, layer norm and softmax included, runs persistent too; only the
+// products are new code.
+#include "codegen/CudaPersist.h"
+
+#include "codegen/CPrinter.h"
+#include "codegen/CudaPrinter.h"
+#include "codegen/CudaScan.h"
+#include "codegen/HostCode.h"
+#include "support/Crash.h"
+
+#include <fmt/format.h>
+
+namespace rnnc::codegen {
+
+namespace {
+
+bool isProduct(const KernelIR &k) { return k.kind == KernelIR::Kind::Gemm || k.kind == KernelIR::Kind::GemmT; }
+
+// The helpers, after the prelude's warp_sum. A GPU's grid barrier counts the
+// arrivals and the barriers passed in two words of the workspace; the
+// emulator's is its own (tests/emulator/include/emulator.h).
+const char *kPersistPrelude = R"cuda(
+// Persistent loops (docs/cuda.md#persistent-loops): one cooperative kernel for
+// all T steps, each block keeping its slice of the loop's weights on chip.
+#ifdef RNNC_CUDA_EMULATOR // tests/emulator: its blocks, its barrier
+__device__ __forceinline__ real *dynamic_shared() { return static_cast<real *>(rnnc_emulator::dynamic_shared()); }
+__device__ __forceinline__ void grid_sync(unsigned *) { rnnc_emulator::grid_sync(); }
+#else
+__device__ __forceinline__ real *dynamic_shared() {
+  extern __shared__ real4 rnnc_shared[]; // 16-byte aligned
+  return reinterpret_cast<real *>(rnnc_shared);
+}
+// A barrier of every block of a cooperative launch: barrier[0] counts the
+// blocks arrived, barrier[1] the barriers passed (both 0 at the launch). The
+// last block to arrive resets the count, then opens the next generation.
+__device__ __forceinline__ void grid_sync(unsigned *barrier) {
+  __syncthreads(); // the block is done with this phase
+  if (threadIdx.x == 0) {
+    volatile unsigned *passed = barrier + 1;
+    const unsigned generation = *passed;
+    __threadfence(); // the block's writes, and the read above, before its arrival
+    if (atomicAdd(barrier, 1u) == gridDim.x - 1) {
+      atomicExch(barrier, 0u);
+      __threadfence();
+      atomicAdd(barrier + 1, 1u);
+    } else {
+      while (*passed == generation) __nanosleep(32);
+    }
+    __threadfence(); // the other blocks' writes before this one goes on
+  }
+  __syncthreads();
+}
+#endif
+
+// The block's share of n outputs: [first, first + count), count at most ceil(n / gridDim.x).
+struct Slice {
+  int64_t first, count;
+};
+__device__ __forceinline__ Slice block_slice(int64_t n) {
+  const int64_t first = blockIdx.x * n / gridDim.x, end = (blockIdx.x + 1) * n / gridDim.x;
+  return {first, end - first};
+}
+
+// The weights of the block's outputs into shared memory, w[o][j] for o < s.count,
+// j < reduce: rows s.first.. of W [outputs][reduce], or (transposed) columns
+// s.first.. of W [reduce][outputs].
+__device__ void persist_load(const real *__restrict__ W, bool transposed, int64_t outputs, int64_t reduce, Slice s,
+                             real *__restrict__ w) {
+  for (int64_t e = threadIdx.x; e < s.count * reduce; e += blockDim.x) {
+    const int64_t o = e / reduce, j = e % reduce;
+    w[e] = transposed ? W[j * outputs + s.first + o] : W[(s.first + o) * reduce + j];
+  }
+}
+
+// The block's outputs of one step's product: out[r][s.first + o] = sum_j w[o][j] in[r][j]
+// for the m rows (sequences) of the step, zero for rows running <= r (--lengths: past
+// their end). A warp per (row, output), its lanes over j, summed in a fixed order.
+__device__ void persist_product(const real *__restrict__ w, Slice s, int64_t reduce, const real *__restrict__ in,
+                                real *__restrict__ out, int64_t outputs, int64_t m, int64_t running) {
+  const int lane = threadIdx.x & 31, warps = blockDim.x >> 5;
+  for (int64_t e = threadIdx.x >> 5; e < m * s.count; e += warps) {
+    const int64_t r = e / s.count, o = e % s.count;
+    real v = 0;
+    if (r < running) {
+      for (int64_t j = lane; j < reduce; j += 32) v += w[o * reduce + j] * in[r * reduce + j];
+      v = warp_sum(v);
+    }
+    if (lane == 0) out[r * outputs + s.first + o] = v;
+  }
+}
+)cuda";
+
+// --lengths: the rows of a step still running, as rnnc/workspace.h's running_rows.
+const char *kRunningRows = R"cuda(
+// The rows of step t the products compute (rnnc/workspace.h's running_rows):
+// up to the last sequence still running, all B before the first step.
+__device__ __forceinline__ int64_t running_rows(const int32_t *lengths, int64_t B, int64_t t) {
+  if (t < 0) return B;
+  int64_t n = B;
+  while (n > 0 && lengths[n - 1] <= t) --n;
+  return n;
+}
+)cuda";
+
+} // namespace
+
+CudaPersistPrinter::CudaPersistPrinter(const Program &p, const SourceManager &sm, int stage)
+    : p_(p), sm_(sm), stage_(stage), s_(p.stages[stage]) {
+  RNNC_ASSERT(persistent(p, stage), "not a stage with a persistent variant");
+}
+
+bool CudaPersistPrinter::persistent(const Program &p, int stage, std::string *why) {
+  auto no = [&](const char *reason) {
+    if (why) *why = reason;
+    return false;
+  };
+  const StageIR &s = p.stages[stage];
+  if (!s.loop) return no("not a loop");
+  if (CudaScanPrinter::runsInParallel(p, stage)) return no("it runs in parallel over time");
+  if (isHalf(p.dtype)) return no("16-bit models are not persistent yet");
+  for (int k : s.kernels) {
+    const KernelIR &kernel = p.kernels[k];
+    if (kernel.kind != KernelIR::Kind::Fused && !isProduct(kernel)) return no("a weight gradient inside the loop");
+  }
+  return true;
+}
+
+bool CudaPersistPrinter::anyPersistent(const Program &p) {
+  for (size_t s = 0; s < p.stages.size(); ++s)
+    if (persistent(p, static_cast<int>(s))) return true;
+  return false;
+}
+
+bool CudaPersistPrinter::inPersistentStage(const Program &p, int kernel) {
+  for (size_t s = 0; s < p.stages.size(); ++s)
+    for (int k : p.stages[s].kernels)
+      if (k == kernel && persistent(p, static_cast<int>(s))) return true;
+  return false;
+}
+
+std::string CudaPersistPrinter::kernelName(int stage) { return fmt::format("persist_{}", stage); }
+
+std::string CudaPersistPrinter::devicePrelude(const Program &p) {
+  return std::string(kPersistPrelude) + (p.hasLengths ? kRunningRows : "");
+}
+
+std::vector<persist::Product> CudaPersistPrinter::products(const Program &p, int stage) {
+  std::vector<persist::Product> out;
+  for (int k : p.stages[stage].kernels) {
+    const KernelIR &kernel = p.kernels[k];
+    if (kernel.kind == KernelIR::Kind::Gemm) out.push_back({kernel.rows, kernel.cols});
+    else if (kernel.kind == KernelIR::Kind::GemmT) out.push_back({kernel.cols, kernel.rows});
+  }
+  return out;
+}
+
+CudaPersistPrinter::Operands CudaPersistPrinter::operands(const KernelIR &k) const {
+  Operands o;
+  const Buffer &in = p_.buffers[k.a], &out = p_.buffers[k.out];
+  o.in = fmt::format("ws.{} + {}", in.name, CPrinter::rowOffset(in, k.aDelay, "r0"));
+  o.out = fmt::format("ws.{} + {}", out.name, CPrinter::rowOffset(out, 0, "r0"));
+  o.weights = fmt::format("{} + {}", k.dropped ? "ws.dropped" : "P", k.paramOffset);
+  o.transposed = k.kind == KernelIR::Kind::GemmT;
+  o.outputs = o.transposed ? k.cols : k.rows;
+  o.reduce = o.transposed ? k.rows : k.cols;
+  RNNC_ASSERT(in.width == o.reduce && out.width == o.outputs, "a product's rows are dense");
+  return o;
+}
+
+std::string CudaPersistPrinter::kernel() const {
+  Writer w;
+  KernelIR all; // the equations of every kernel of the loop, for the comment
+  for (int k : s_.kernels)
+    for (const SourceRange &r : p_.kernels[k].equations) all.equations.push_back(r);
+  w.line("// {}: stage {}'s loop, t = {}, as one cooperative kernel (docs/cuda.md#persistent-loops):",
+         kernelName(stage_), stage_, s_.direction > 0 ? "0 .. T-1" : "T-1 .. 0");
+  w.line("// each block keeps its slice of the loop's weights in shared memory for all T steps, and");
+  w.line("// the blocks meet at a grid barrier after each kernel of a step.");
+  w.raw(CudaPrinter(p_, sm_).equationsComment(all));
+  w.open("RNNC_KERNEL __launch_bounds__(256) void {}(const Workspace ws, const real *__restrict__ P, int64_t T, int64_t B, "
+         "unsigned *barrier) {{",
+         kernelName(stage_));
+  // The weights, once: each product's slice after the one before.
+  std::vector<std::string> slices(s_.kernels.size());
+  std::string next = "dynamic_shared()";
+  for (size_t i = 0; i < s_.kernels.size(); ++i) {
+    const KernelIR &k = p_.kernels[s_.kernels[i]];
+    if (!isProduct(k)) continue;
+    const Operands o = operands(k);
+    slices[i] = k.name;
+    w.line("// {}: {} [{} x {}], the block's {}", k.name, o.weights, k.rows, k.cols,
+           o.transposed ? "columns (W^T d)" : "rows (W x)");
+    w.line("const Slice {}_slice = block_slice({});", k.name, o.outputs);
+    w.line("real *{}_w = {};", k.name, next);
+    w.line("persist_load({}, {}, {}, {}, {}_slice, {}_w);", o.weights, o.transposed ? "true" : "false", o.outputs,
+           o.reduce, k.name, k.name);
+    next = fmt::format("{}_w + ({} + gridDim.x - 1) / gridDim.x * {}", k.name, o.outputs, o.reduce);
+  }
+  w.line("__syncthreads(); // the weights are in");
+  w.open("for (int64_t step = 0; step < T; ++step) {{");
+  w.line("const int64_t t = {}, r0 = t * B, r1 = r0 + B;", s_.direction > 0 ? "step" : "T - 1 - step");
+  if (p_.hasLengths) w.line("const int64_t running = running_rows(ws.lengths, B, t);");
+  for (size_t i = 0; i < s_.kernels.size(); ++i) {
+    const KernelIR &k = p_.kernels[s_.kernels[i]];
+    if (isProduct(k)) {
+      const Operands o = operands(k);
+      w.line("persist_product({0}_w, {0}_slice, {1}, {2}, {3}, {4}, B, {5}); // {0}", k.name, o.reduce, o.in, o.out,
+             o.outputs, p_.hasLengths ? "running" : "B");
+    } else {
+      w.line("{}_step(ws, P, B, r0, r1);", k.name);
+    }
+    w.line("grid_sync(barrier);");
+  }
+  w.line("(void)r1;");
+  w.close();
+  w.close();
+  return w.take();
+}
+
+void CudaPersistPrinter::stageFunction(Writer &w, int kernelIndex) const {
+  const std::vector<persist::Product> products = CudaPersistPrinter::products(p_, stage_);
+  w.line("/// Stage {}{}: a loop over time, t = {}: persistent ({}, one cooperative launch for all", stage_,
+         s_.backward ? " (backward)" : "", s_.direction > 0 ? "0 .. T-1" : "T-1 .. 0", kernelName(stage_));
+  w.line("/// T steps) where rnnc/persistent.h's choice says so, else its kernels step by step.");
+  w.open("int stage_{}(const Workspace &ws, const real *P, real *G, int64_t T, int64_t B, cudaStream_t s, "
+         "cublasHandle_t blas) {{",
+         stage_);
+  std::string list;
+  for (const persist::Product &pr : products) list += fmt::format("{}{{{}, {}}}", list.empty() ? "" : ", ", pr.outputs, pr.reduce);
+  if (products.empty()) w.line("const rnnc::persist::Loop loop{{nullptr, 0, {}, sizeof(real)}};", s_.kernels.size());
+  else {
+    w.line("static const rnnc::persist::Product products[] = {{{}}}; // {{outputs, reduce}} of each product", list);
+    w.line("const rnnc::persist::Loop loop{{products, {}, {}, sizeof(real)}};", products.size(), s_.kernels.size());
+  }
+  w.line("const rnnc::persist::Choice c = persistent_choice(kernel_[{}], \"stage {}\", loop, B);", kernelIndex, stage_);
+  w.open("if (c.grid) {{");
+  w.line("unsigned *barrier = ws.grid_barrier + {};", 2 * stage_);
+  w.line("RNNC_CUDA_CHECK(cudaMemsetAsync(barrier, 0, 2 * sizeof(unsigned), s));");
+  w.line("return launch_cooperative(kernel_[{}], \"{}\", c.grid, 256, static_cast<size_t>(c.shared), s, ws, P, T, B, "
+         "barrier) ? 0 : 1;",
+         kernelIndex, kernelName(stage_));
+  w.close();
+  stageLaunches(w, p_, s_, [](const KernelIR &k, const std::string &rows) {
+    return fmt::format("if (launch_{}(ws, P, G, B, {}, s, blas)) return 1;", k.name, rows);
+  });
+  w.line("return 0;").close();
+}
+
+} // namespace rnnc::codegen

@@ -1,0 +1,60 @@
+// Persistent loops on the GPU (docs/cuda.md#persistent-loops): a recurrent
+// loop stage as one cooperative kernel for all T steps. Each block keeps its
+// slice of every product's weights (rows of W for a Gemm, columns for a
+// GemmT) in shared memory, loaded once; each step it computes its slice of
+// the products, runs the fused kernels' bodies (their <name>_step device
+// functions) over the step's rows like any block of their grid, and the
+// blocks meet at a grid barrier after each kernel. The host picks this or
+// the step-by-step launches at run time (rnnc/persistent.h's cost model).
+#pragma once
+
+#include "codegen/KernelIR.h"
+#include "codegen/Writer.h"
+#include "rnnc/persistent.h"
+
+#include <string>
+#include <vector>
+
+namespace rnnc::codegen {
+
+class CudaPersistPrinter {
+public:
+  CudaPersistPrinter(const Program &p, const SourceManager &sm, int stage);
+
+  /// Whether stage `stage` has a persistent variant; if not and `why` is
+  /// given, why not (what `show --schedule` prints).
+  static bool persistent(const Program &p, int stage, std::string *why = nullptr);
+  static bool anyPersistent(const Program &p);
+  /// Whether fused kernel `kernel` runs in a stage that has a persistent
+  /// variant (it is then printed as a <name>_step device function too).
+  static bool inPersistentStage(const Program &p, int kernel);
+  /// "persist_<stage>".
+  static std::string kernelName(int stage);
+  /// The device helpers every persistent kernel uses: the block's slice of a
+  /// product, the weights' load, the product, the grid barrier.
+  static std::string devicePrelude(const Program &p);
+  /// The loop as rnnc/persistent.h's choice sees it: its products and kernels.
+  static std::vector<persist::Product> products(const Program &p, int stage);
+
+  /// The __global__ persist_<stage>, with the comment naming its equations.
+  std::string kernel() const;
+  /// The stage function: the choice at run time, then the one cooperative
+  /// launch, or the loop's kernels step by step. `kernelIndex`: persist_<stage>'s in kernel_[].
+  void stageFunction(Writer &w, int kernelIndex) const;
+
+private:
+  /// Where a product's operands and weights are, at step rows r0 .. r0 + B.
+  struct Operands {
+    std::string in, out, weights;
+    int64_t outputs = 0, reduce = 0;
+    bool transposed = false; // a GemmT: W [reduce][outputs], the block keeps columns
+  };
+  Operands operands(const KernelIR &k) const;
+
+  const Program &p_;
+  const SourceManager &sm_;
+  int stage_;
+  const StageIR &s_;
+};
+
+} // namespace rnnc::codegen

@@ -1,0 +1,120 @@
+// Which way a recurrent loop runs on a GPU (docs/cuda.md#persistent-loops):
+// persistent, one cooperative kernel for all T steps whose blocks keep the
+// loop's weights in shared memory and meet at a grid barrier between the
+// kernels of a step, or step by step, a launch per kernel per step (cuBLAS
+// for the products). The generated host code asks at run time, with the
+// device it runs on; `rnnc show --schedule --target cuda` asks with an H100.
+// Plain C++: no CUDA header.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+namespace rnnc::persist {
+
+/// What the choice reads of the device (cudaDeviceGetAttribute).
+struct Gpu {
+  int sms = 0;                      // multiprocessors: one block of the persistent kernel each
+  int64_t sharedPerBlock = 0;       // cudaDevAttrMaxSharedMemoryPerBlockOptin, bytes
+  bool cooperative = false;         // cudaDevAttrCooperativeLaunch
+};
+
+/// The GPU `rnnc show` assumes: an H100 SXM (132 SMs, 227 KiB of shared memory a block).
+inline Gpu h100() { return {132, 227 << 10, true}; }
+
+/// One product of a loop step: `outputs` dot products of length `reduce`
+/// per sequence, its weights [outputs][reduce] (a GemmT's transposed).
+struct Product {
+  int64_t outputs = 0, reduce = 0;
+};
+
+/// A loop as the choice sees it: its products, the kernels of one step
+/// (products and fused kernels), and the bytes of a real.
+struct Loop {
+  const Product *products = nullptr;
+  int count = 0;
+  int kernels = 0;
+  int64_t realBytes = 4;
+};
+
+/// The choice: grid 0 means step by step; `why` says what decided it.
+struct Choice {
+  unsigned grid = 0;
+  int64_t shared = 0; // dynamic shared memory per block, bytes
+  const char *why = "";
+};
+
+/// RNNC_CUDA_LOOPS: auto (the cost model, the default), persistent (whenever
+/// the weights fit), or stepwise.
+enum class Mode { Auto, Persistent, Stepwise };
+inline Mode modeFromEnvironment() {
+  const char *m = std::getenv("RNNC_CUDA_LOOPS");
+  if (m && std::strcmp(m, "persistent") == 0) return Mode::Persistent;
+  if (m && std::strcmp(m, "stepwise") == 0) return Mode::Stepwise;
+  return Mode::Auto;
+}
+
+/// The shared memory a block needs with `grid` blocks: its slice of each
+/// product's outputs (at most ceil(outputs / grid)), every weight of those.
+inline int64_t sharedBytes(const Loop &l, int64_t grid) {
+  int64_t bytes = 0;
+  for (int k = 0; k < l.count; ++k)
+    bytes += (l.products[k].outputs + grid - 1) / grid * l.products[k].reduce * l.realBytes;
+  return bytes;
+}
+
+// The cost model's figures, per step, in microseconds: provisional, from
+// public H100 numbers, until tools/gpu-check.sh measures ours (docs/cuda.md).
+constexpr double kLaunchUs = 4.0;       // a dependent launch's latency, cuBLAS's included
+constexpr double kGridBarrierUs = 1.5;  // one grid barrier of a cooperative kernel
+constexpr double kHbmBytesPerUs = 3.0e6;      // 3 TB/s: the weights a stepwise product reads every step
+constexpr double kL2BytesPerUs = 5.0e6;       // 5 TB/s: every block reads the whole state every step
+constexpr double kFmaPerUsPerSm = 128 * 1.7e3; // 128 FMA lanes at 1.7 GHz
+constexpr double kPersistentEfficiency = 0.15; // one warp per dot product, weights from shared memory
+constexpr double kCublasEfficiency = 0.5;
+
+/// Step by step: the launches, the weights read from memory, the products' work.
+inline double stepwiseMicroseconds(const Loop &l, const Gpu &g, int64_t B) {
+  double weights = 0, fma = 0;
+  for (int k = 0; k < l.count; ++k) {
+    weights += double(l.products[k].outputs) * double(l.products[k].reduce) * double(l.realBytes);
+    fma += double(B) * double(l.products[k].outputs) * double(l.products[k].reduce);
+  }
+  return l.kernels * kLaunchUs + weights / kHbmBytesPerUs + fma / (g.sms * kFmaPerUsPerSm * kCublasEfficiency);
+}
+
+/// Persistent: a barrier after each kernel, every block reading the states
+/// its products multiply, the products' work spread over `grid` blocks.
+inline double persistentMicroseconds(const Loop &l, int64_t grid, int64_t B) {
+  double reads = 0, fma = 0;
+  for (int k = 0; k < l.count; ++k) {
+    reads += double(grid) * double(B) * double(l.products[k].reduce) * double(l.realBytes);
+    fma += double(B) * double((l.products[k].outputs + grid - 1) / grid) * double(l.products[k].reduce);
+  }
+  return l.kernels * kGridBarrierUs + std::max(reads / kL2BytesPerUs, fma / (kFmaPerUsPerSm * kPersistentEfficiency));
+}
+
+/// Persistent or step by step, for B sequences on `g`. `blocksPerSm(shared)`
+/// says how many blocks with that much dynamic shared memory a
+/// multiprocessor holds at once (cudaOccupancyMaxActiveBlocksPerMultiprocessor).
+template <class Occupancy>
+inline Choice choose(const Loop &l, const Gpu &g, int64_t B, Mode mode, Occupancy blocksPerSm) {
+  if (mode == Mode::Stepwise) return {0, 0, "RNNC_CUDA_LOOPS=stepwise"};
+  if (!g.cooperative || g.sms < 1) return {0, 0, "the device has no cooperative launch"};
+  int64_t widest = 1;
+  for (int k = 0; k < l.count; ++k) widest = std::max(widest, l.products[k].outputs);
+  // One block per multiprocessor, no more blocks than the widest product has outputs.
+  const int64_t grid = std::min<int64_t>(g.sms, widest);
+  const int64_t shared = sharedBytes(l, grid);
+  if (shared > g.sharedPerBlock) return {0, shared, "its weights do not fit in shared memory"};
+  if (blocksPerSm(shared) < 1) return {0, shared, "a block with its weights does not fit on a multiprocessor"};
+  const Choice persistent{static_cast<unsigned>(grid), shared, "RNNC_CUDA_LOOPS=persistent"};
+  if (mode == Mode::Persistent) return persistent;
+  if (persistentMicroseconds(l, grid, B) < stepwiseMicroseconds(l, g, B))
+    return {persistent.grid, shared, "the cost model expects it faster"};
+  return {0, shared, "the cost model expects cuBLAS step by step faster"};
+}
+
+} // namespace rnnc::persist
