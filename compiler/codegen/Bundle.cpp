@@ -1,6 +1,7 @@
 #include "codegen/Bundle.h"
 
 #include "codegen/CppPrinter.h"
+#include "codegen/CudaPersist.h"
 #include "codegen/CudaPrinter.h"
 #include "codegen/Writer.h"
 #include "io/Array.h"
@@ -169,11 +170,18 @@ static nlohmann::json manifestOf(const Program &p, const SourceManager &sm, Targ
                        {"sweeps", k.sweeps.size()}, {"equations", lines(k)}});
   m["kernels"] = kernels;
   json stages = json::array();
-  for (const StageIR &s : p.stages) {
+  for (size_t i = 0; i < p.stages.size(); ++i) {
+    const StageIR &s = p.stages[i];
     json names = json::array();
     for (int k : s.kernels) names.push_back(p.kernels[k].name);
-    stages.push_back({{"loop", s.loop}, {"direction", s.direction}, {"backward", s.backward}, {"stream", s.stream},
-                      {"kernels", names}});
+    json stage = {{"loop", s.loop}, {"direction", s.direction}, {"backward", s.backward}, {"stream", s.stream},
+                  {"kernels", names}};
+    // CUDA: the cooperative kernel that may run the whole loop instead (docs/cuda.md#persistent-loops).
+    if (target == Target::Cuda && s.loop)
+      stage["persistent"] = CudaPersistPrinter::persistent(p, static_cast<int>(i))
+                                ? json(CudaPersistPrinter::kernelName(static_cast<int>(i)))
+                                : json(nullptr);
+    stages.push_back(stage);
   }
   if (!p.epilogue.empty()) {
     json names = json::array();

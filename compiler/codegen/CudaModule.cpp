@@ -529,8 +529,7 @@ void CudaHost::definitions(Writer &w) {
   if (p_.hasLengths) extraTake += " ws->host_lengths = nullptr;";
   std::vector<std::string> takes = {extraTake};
   if (p_.lossSeeded) takes.push_back("ws->loss_scale = c.take_fixed<real>(1);");
-  if (CudaPersistPrinter::anyPersistent(p_))
-    takes.push_back(fmt::format("ws->grid_barrier = c.take_fixed<unsigned>({});", 2 * p_.stages.size()));
+  if (p_.gridBarrierWords) takes.push_back(fmt::format("ws->grid_barrier = c.take_fixed<unsigned>({});", p_.gridBarrierWords));
   if (isHalf(p_.dtype)) {
     if (p_.hasBackward) takes.push_back(fmt::format("ws->grads = c.take_fixed<real>({});", p_.paramElements));
     const int64_t perRow = p_.roundedPerRow; // the plan's: the widest row of a product's float operands

@@ -122,6 +122,7 @@ bool CudaPersistPrinter::persistent(const Program &p, int stage, std::string *wh
   if (!s.loop) return no("not a loop");
   if (CudaScanPrinter::runsInParallel(p, stage)) return no("it runs in parallel over time");
   if (isHalf(p.dtype)) return no("16-bit models are not persistent yet");
+  RNNC_ASSERT(p.gridBarrierWords >= 2 * static_cast<int64_t>(p.stages.size()), "plan-memory gave the grid barriers no memory");
   for (int k : s.kernels) {
     const KernelIR &kernel = p.kernels[k];
     if (kernel.kind != KernelIR::Kind::Fused && !isProduct(kernel)) return no("a weight gradient inside the loop");
@@ -176,14 +177,14 @@ std::string CudaPersistPrinter::kernel() const {
   KernelIR all; // the equations of every kernel of the loop, for the comment
   for (int k : s_.kernels)
     for (const SourceRange &r : p_.kernels[k].equations) all.equations.push_back(r);
-  w.line("// {}: stage {}'s loop, t = {}, as one cooperative kernel (docs/cuda.md#persistent-loops):",
-         kernelName(stage_), stage_, s_.direction > 0 ? "0 .. T-1" : "T-1 .. 0");
-  w.line("// each block keeps its slice of the loop's weights in shared memory for all T steps, and");
-  w.line("// the blocks meet at a grid barrier after each kernel of a step.");
+  w.line("// {}: stage {}'s loop, t = {}, as one cooperative kernel (docs/cuda.md#persistent-loops)", kernelName(stage_),
+         stage_, s_.direction > 0 ? "0 .. T-1" : "T-1 .. 0");
   w.raw(CudaPrinter(p_, sm_).equationsComment(all));
   w.open("RNNC_KERNEL __launch_bounds__(256) void {}(const Workspace ws, const real *__restrict__ P, int64_t T, int64_t B, "
          "unsigned *barrier) {{",
          kernelName(stage_));
+  w.line("// Each block keeps its slice of the loop's weights in shared memory for all T steps; the");
+  w.line("// blocks meet at a grid barrier after each kernel of a step.");
   // The weights, once: each product's slice after the one before.
   std::vector<std::string> slices(s_.kernels.size());
   std::string next = "dynamic_shared()";
@@ -215,7 +216,9 @@ std::string CudaPersistPrinter::kernel() const {
     }
     w.line("grid_sync(barrier);");
   }
-  w.line("(void)r1;");
+  bool fused = false;
+  for (int k : s_.kernels) fused |= p_.kernels[k].kind == KernelIR::Kind::Fused;
+  if (!fused) w.line("(void)r1;");
   w.close();
   w.close();
   return w.take();
@@ -240,14 +243,107 @@ void CudaPersistPrinter::stageFunction(Writer &w, int kernelIndex) const {
   w.open("if (c.grid) {{");
   w.line("unsigned *barrier = ws.grid_barrier + {};", 2 * stage_);
   w.line("RNNC_CUDA_CHECK(cudaMemsetAsync(barrier, 0, 2 * sizeof(unsigned), s));");
-  w.line("return launch_cooperative(kernel_[{}], \"{}\", c.grid, 256, static_cast<size_t>(c.shared), s, ws, P, T, B, "
-         "barrier) ? 0 : 1;",
+  w.line("if (!launch_cooperative(kernel_[{}], \"{}\", c.grid, 256, static_cast<size_t>(c.shared), s, ws, P, T, B, "
+         "barrier)) return 1;",
          kernelIndex, kernelName(stage_));
+  w.line("return 0;");
   w.close();
   stageLaunches(w, p_, s_, [](const KernelIR &k, const std::string &rows) {
     return fmt::format("if (launch_{}(ws, P, G, B, {}, s, blas)) return 1;", k.name, rows);
   });
   w.line("return 0;").close();
+}
+
+namespace {
+
+constexpr int64_t kShownBatches[] = {1, 4, 16, 64, 256};
+constexpr int64_t kH100SharedPerSm = 228 << 10;
+
+/// The choice on an H100 (rnnc/persistent.h's h100()): blocks of 256 threads, 8 a multiprocessor at most.
+persist::Choice chooseOnH100(const std::vector<persist::Product> &products, int kernels, int64_t realBytes, int64_t B) {
+  const persist::Loop loop{products.data(), static_cast<int>(products.size()), kernels, realBytes};
+  return persist::choose(loop, persist::h100(), B, persist::Mode::Auto, [](int64_t shared) {
+    return static_cast<int>(std::min<int64_t>(8, shared ? kH100SharedPerSm / shared : 8));
+  });
+}
+
+/// The weights one step of a loop reads from global memory step by step (each product's W).
+int64_t weightBytesPerStep(const std::vector<persist::Product> &products, int64_t realBytes) {
+  int64_t bytes = 0;
+  for (const persist::Product &pr : products) bytes += pr.outputs * pr.reduce * realBytes;
+  return bytes;
+}
+
+int64_t realBytesOf(const Program &p) { return p.dtype == DType::F64 ? 8 : isHalf(p.dtype) ? 2 : 4; }
+
+} // namespace
+
+std::string CudaPersistPrinter::loopsText(const Program &p) {
+  std::string out = "cuda loops (rnnc/persistent.h's choice on an H100: 132 SMs, 227 KiB of shared memory a block):\n";
+  bool any = false;
+  for (size_t s = 0; s < p.stages.size(); ++s) {
+    const StageIR &st = p.stages[s];
+    if (!st.loop) continue;
+    any = true;
+    const int stage = static_cast<int>(s);
+    const std::vector<persist::Product> products = CudaPersistPrinter::products(p, stage);
+    const int64_t realBytes = realBytesOf(p);
+    out += fmt::format("  stage {}{}: step by step {} launch{} and {} bytes of weights read a step", s,
+                       st.backward ? " (backward)" : "", st.kernels.size(), st.kernels.size() == 1 ? "" : "es",
+                       weightBytesPerStep(products, realBytes));
+    std::string why;
+    if (!persistent(p, stage, &why)) {
+      out += fmt::format("; no persistent variant: {}\n", why);
+      continue;
+    }
+    out += fmt::format("; {}: no launch and no weight read a step, {} grid barrier{} a step\n", kernelName(stage),
+                       st.kernels.size(), st.kernels.size() == 1 ? "" : "s");
+    for (int64_t B : kShownBatches) {
+      const persist::Choice c = chooseOnH100(products, static_cast<int>(st.kernels.size()), realBytes, B);
+      if (c.grid)
+        out += fmt::format("    B = {}: persistent, {} blocks, {} bytes of shared memory each: {}\n", B, c.grid, c.shared, c.why);
+      else out += fmt::format("    B = {}: step by step: {}\n", B, c.why);
+    }
+  }
+  return any ? out : "";
+}
+
+nlohmann::json CudaPersistPrinter::loopsJson(const Program &p) {
+  nlohmann::json loops = nlohmann::json::array();
+  for (size_t s = 0; s < p.stages.size(); ++s) {
+    const StageIR &st = p.stages[s];
+    if (!st.loop) continue;
+    const int stage = static_cast<int>(s);
+    const std::vector<persist::Product> products = CudaPersistPrinter::products(p, stage);
+    const int64_t realBytes = realBytesOf(p);
+    std::string why;
+    const bool has = persistent(p, stage, &why);
+    nlohmann::json loop = {{"stage", stage},
+                           {"backward", st.backward},
+                           {"stepwise", {{"launches_per_step", st.kernels.size()},
+                                         {"weight_bytes_per_step", weightBytesPerStep(products, realBytes)}}}};
+    if (!has) {
+      loop["persistent"] = nullptr;
+      loop["why_not"] = why;
+    } else {
+      loop["persistent"] = {{"kernel", kernelName(stage)},
+                            {"launches_per_step", 0},
+                            {"weight_bytes_per_step", 0},
+                            {"grid_barriers_per_step", st.kernels.size()}};
+      nlohmann::json choices = nlohmann::json::array();
+      for (int64_t B : kShownBatches) {
+        const persist::Choice c = chooseOnH100(products, static_cast<int>(st.kernels.size()), realBytes, B);
+        choices.push_back({{"batch", B},
+                           {"variant", c.grid ? "persistent" : "stepwise"},
+                           {"grid", c.grid},
+                           {"shared_bytes", c.shared},
+                           {"why", c.why}});
+      }
+      loop["h100"] = choices;
+    }
+    loops.push_back(loop);
+  }
+  return loops;
 }
 
 } // namespace rnnc::codegen

@@ -12,6 +12,7 @@
 #include "codegen/Writer.h"
 #include "rnnc/persistent.h"
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,12 @@ public:
   /// The stage function: the choice at run time, then the one cooperative
   /// launch, or the loop's kernels step by step. `kernelIndex`: persist_<stage>'s in kernel_[].
   void stageFunction(Writer &w, int kernelIndex) const;
+
+  /// What `rnnc show --schedule --target cuda` says of every loop stage:
+  /// launches and weight bytes a step each way, and which way rnnc/persistent.h
+  /// picks on an H100 for B in 1, 4, 16, 64, 256, and why. `--stats --json`'s "cuda_loops".
+  static std::string loopsText(const Program &p);
+  static nlohmann::json loopsJson(const Program &p);
 
 private:
   /// Where a product's operands and weights are, at step rows r0 .. r0 + B.

@@ -423,11 +423,13 @@ std::string CudaPrinter::stepKernel(const KernelIR &k) {
   step_ = true;
   std::string out = kernel(k);
   step_ = false;
-  return out + fmt::format("RNNC_KERNEL __launch_bounds__({0}) void {1}(const Workspace ws, const {2} *__restrict__ P, int64_t B,\n"
-                           "    int64_t r0, int64_t r1) {{\n"
-                           "  {1}_step(ws, P, B, r0, r1); // the loop step by step: a launch a step\n"
-                           "}}\n",
-                           threadsOf(k), k.name, portType(p_));
+  return out + fmt::format("\n// {}: one step of B sequences, a launch of its own (the loop step by step)\n", k.name) +
+         equationsComment(k) +
+         fmt::format("RNNC_KERNEL __launch_bounds__({0}) void {1}(const Workspace ws, const {2} *__restrict__ P, int64_t B,\n"
+                     "    int64_t r0, int64_t r1) {{\n"
+                     "  {1}_step(ws, P, B, r0, r1);\n"
+                     "}}\n",
+                     threadsOf(k), k.name, portType(p_));
 }
 
 std::string CudaPrinter::libraryKernel(const KernelIR &) { RNNC_UNREACHABLE("library kernels are host calls on CUDA"); }
@@ -454,7 +456,7 @@ std::string cudaWorkspaceStruct(const Program &p) {
     members.push_back("const int32_t *host_lengths; // [B] in host memory: the rows each step's library calls cut to");
   if (p.lossSeeded)
     members.push_back("real *loss_scale; // [1]: forward's options->loss_scale, what the kernels multiply the loss seed by");
-  if (CudaPersistPrinter::anyPersistent(p))
+  if (p.gridBarrierWords)
     members.push_back("unsigned *grid_barrier; // [2 per stage]: a persistent loop's grid barrier (arrivals, generation)");
   if (isHalf(p.dtype)) {
     if (p.hasBackward)

@@ -419,6 +419,7 @@ bool ProgramBuilder::build(std::string &error) {
   p_.onesWidth = m_.onesWidth;
   p_.panelElements = m_.panelElements;
   p_.roundedPerRow = m_.roundedPerRow;
+  p_.gridBarrierWords = m_.gridBarrierWords;
 
   int launch = 0;
   for (const Stage &stage : c_.schedule.stages) {

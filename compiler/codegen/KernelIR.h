@@ -188,6 +188,7 @@ struct Program {
   int64_t packWidth = 0;   // --lengths, CPU: MemoryPlan::packWidth (Workspace::packed)
   int64_t panelElements = 0; // CPU: MemoryPlan::panelElements (Workspace::panels)
   int64_t roundedPerRow = 0; // CUDA, 16 bits: MemoryPlan::roundedPerRow (Workspace::rounded, per stream)
+  int64_t gridBarrierWords = 0; // CUDA: MemoryPlan::gridBarrierWords (Workspace::grid_barrier)
   DType dtype = DType::F32;  // --dtype: 16-bit buffers (Buffer::half) and ports are `store`, computed in `real`
 };
 

@@ -4,6 +4,7 @@
 // prints after the pass asked for (what each pass prints is the registry's).
 #include "driver/Command.h"
 
+#include "codegen/CudaPersist.h"
 #include "codegen/Format.h"
 #include "driver/Graphviz.h"
 #include "driver/Report.h"
@@ -95,7 +96,9 @@ public:
                "include the backward graph (BPTT of the loss, or of every output) in what is shown; --stats always does");
     c.add_flag("--html", html_, "write one self-contained HTML page (equations, graph, schedule, stats, code) to -o FILE");
     c.add_option("-o", htmlOut_, "with --html: the page to write")->type_name("FILE");
-    c.add_option("--target", htmlTarget_, "with --html: whose emitted code the page shows, cpu (default) or cuda")
+    c.add_option("--target", htmlTarget_,
+                 "with --html: whose emitted code the page shows, cpu (default) or cuda; with --schedule or --stats, "
+                 "cuda adds how each loop runs on a GPU (persistent or step by step)")
         ->check(CLI::IsMember({"cpu", "cuda"}));
   }
 
@@ -127,8 +130,22 @@ public:
       if (html_) return writeReport(*p, *c, full, *codegen::parseTarget(htmlTarget_), htmlOut_);
       out += dumps;
       if (dot_) out += graphDot(*c, p->file->sm);
-      if (schedule_) out += scheduleText(*c, p->file->sm);
-      if (stats_) out += json_ ? statsJson(computeStats(full)).dump(2) + "\n" : statsText(computeStats(full));
+      const bool cuda = htmlTarget_ == "cuda";
+      codegen::Program program, fullProgram;
+      std::string error;
+      if (cuda && ((schedule_ && !kernelsOf(*c, nullptr, program, error)) ||
+                   (stats_ && !kernelsOf(full, nullptr, fullProgram, error)))) {
+        fmt::print(stderr, "rnnc: error: {}\n", error);
+        return 1;
+      }
+      if (schedule_) out += scheduleText(*c, p->file->sm) + (cuda ? codegen::CudaPersistPrinter::loopsText(program) : "");
+      if (stats_ && json_) {
+        nlohmann::json stats = statsJson(computeStats(full));
+        if (cuda) stats["cuda_loops"] = codegen::CudaPersistPrinter::loopsJson(fullProgram);
+        out += stats.dump(2) + "\n";
+      } else if (stats_) {
+        out += statsText(computeStats(full)) + (cuda ? codegen::CudaPersistPrinter::loopsText(fullProgram) : "");
+      }
     }
     if (params_) out += paramsText(*p->file);
     fmt::print("{}", out);
@@ -141,11 +158,14 @@ private:
 
   /// The flags make sense together; false after saying why not.
   bool optionsAgree() const {
-    if (html_ || !htmlOut_.empty() || app_->count("--target")) {
+    if (app_->count("--target") && !html_ && (schedule_ || stats_) && !ast_ && !params_ && after_.empty() && !all_ && !dot_) {
+      // --target with --schedule or --stats: how the loops run on that target.
+    } else if (html_ || !htmlOut_.empty() || app_->count("--target")) {
       const char *other = ast_ ? "--ast" : params_ ? "--params" : !after_.empty() ? "--after" : all_ ? "--all"
                           : dot_ ? "--dot" : schedule_ ? "--schedule" : stats_ ? "--stats" : json_ ? "--json" : nullptr;
       if (!html_) {
-        fmt::print(stderr, "rnnc: error: {} goes with --html\n", htmlOut_.empty() ? "--target" : "-o");
+        fmt::print(stderr, "rnnc: error: {}\n", htmlOut_.empty() ? "--target goes with --html, --schedule or --stats"
+                                                                  : "-o goes with --html");
         return false;
       }
       if (htmlOut_.empty()) {

@@ -59,6 +59,7 @@ Stats computeStats(const Compilation &c) {
   s.maskKeyBytes = c.memory.maskKeyBytes;
   s.droppedParamBytes = (c.memory.half ? 2 : 4) * c.memory.droppedElements;
   s.roundedBytesPerRow = 2 * c.memory.roundedPerRow;
+  s.gridBarrierBytes = 4 * c.memory.gridBarrierWords;
   s.droppedGradBytes = 4 * c.memory.droppedGradElements;
   s.packedBytesPerRow = 4 * c.memory.packWidth;
   s.panelBytes = 4 * c.memory.panelElements;
@@ -75,6 +76,7 @@ int64_t workspaceBytes(const MemoryPlan &m, int64_t T, int64_t B, bool cuda) {
   for (const WorkspaceBuffer &b : m.buffers)
     if (b.shares < 0) total += aligned(B * (T * b.bytesPerStep() + b.fixedBytes()));
   if (cuda && m.onesWidth) total += aligned(B * T * 4 * m.onesWidth);
+  if (cuda && m.gridBarrierWords) total += aligned(4 * m.gridBarrierWords);
   if (m.maskKeyBytes) total += aligned(m.maskKeyBytes);
   if (m.lengths) total += aligned(4 * B) + aligned(8);
   if (!cuda && m.panelElements) total += aligned(4 * m.panelElements);
@@ -132,6 +134,7 @@ nlohmann::json statsJson(const Stats &s) {
           {"loss_scale_bytes", s.lossScaleBytes},
           {"grad_sum_bytes", s.gradSumBytes},
           {"rounded_bytes_per_row", s.roundedBytesPerRow},
+          {"grid_barrier_bytes", s.gridBarrierBytes},
           {"rounded_elements", MemoryPlan::kRoundedElements},
           {"dropped_grad_bytes", s.droppedGradBytes},
           {"workspace", {{"align_bytes", 64}, {"buffers", buffers}}},

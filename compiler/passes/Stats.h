@@ -38,6 +38,7 @@ struct Stats {
   int64_t lossScaleBytes = 0;     // forward's loss scale, kept for backward (float32)
   int64_t gradSumBytes = 0;       // --dtype bf16|f16: the params' gradients summed in float32
   int64_t roundedBytesPerRow = 0; // CUDA, --dtype bf16|f16: a product's float operands rounded to 16 bits
+  int64_t gridBarrierBytes = 0;   // CUDA: the persistent loops' grid barriers, not per sequence
   int64_t droppedGradBytes = 0;   // and their gradients
   std::vector<WorkspaceBuffer> buffers;
   int kernels = 0;

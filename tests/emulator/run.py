@@ -142,7 +142,8 @@ def compare(compare_bin, libs, steps, batch, tolerance, seed, env=None):
     cpu, cuda, model = libs
     cmd = [compare_bin, cpu, cuda, model, str(steps), str(batch), str(tolerance)]
     r = subprocess.run(cmd, capture_output=True, text=True,
-                       env={**os.environ, "RNNC_SCAN_REPORT": "1", "RNNC_EMULATOR_SEED": seed, **(env or {})})
+                       env={**os.environ, "RNNC_SCAN_REPORT": "1", "RNNC_LOOP_REPORT": "1", "RNNC_EMULATOR_SEED": seed,
+                            **(env or {})})
     return r, cmd
 
 
@@ -170,12 +171,32 @@ def check(rnnc, compare_bin, sample, flags, work, steps=T, batch=B, dims=None, c
         if r.returncode != 0:
             raise RuntimeError("{}: {} RNNC_EMULATOR_SEED={} {} failed ({}):\n{}{}".format(
                 label, " ".join(f"{k}={v}" for k, v in env.items()), seed, " ".join(cmd), r.returncode, r.stdout, r.stderr[-3000:]))
+        # Forced persistent, every loop that has the variant must have run it (rnnc/persistent.h).
+        fell_back = [line for line in r.stderr.splitlines() if line.startswith("rnnc: stage") and "step by step" in line]
+        if env.get("RNNC_CUDA_LOOPS") == "persistent" and fell_back:
+            raise RuntimeError("{}: RNNC_CUDA_LOOPS=persistent, yet:\n{}".format(label, "\n".join(fell_back)))
         if expect:
             said = [line for line in r.stderr.splitlines() if line.startswith("rnnc: newton")]
             if not said or not all(line.endswith(expect) or expect in line for line in said):
                 raise RuntimeError("{}: RNNC_SCAN_REPORT should say {!r} for every Newton loop; it said:\n{}".format(
                     label, expect, "\n".join(said) or "nothing"))
     return label, time.monotonic() - start
+
+
+STEPWISE, PERSISTENT = {"RNNC_CUDA_LOOPS": "stepwise"}, {"RNNC_CUDA_LOOPS": "persistent"}
+
+
+def delete_nth(marker, n):
+    """A mutation: the n-th line (from 0) of the .cu holding `marker` deleted."""
+    def mutate(text):
+        lines, seen = text.splitlines(True), 0
+        for k, line in enumerate(lines):
+            if marker in line:
+                if seen == n:
+                    return "".join(lines[:k] + lines[k + 1:])
+                seen += 1
+        return text
+    return mutate
 
 
 def delete_lines(marker):
@@ -201,6 +222,19 @@ MUTANTS = [
     ("lstm", [], "a workspace 8 bytes off its 16-byte alignment", None, None, (), {"RNNC_EMULATOR_MISALIGN": "8"}),
     ("lstm", [], "the entry points' alignment check removed, the workspace 8 bytes off: a vector load faults",
      replace("!check_aligned(mem, params)", "false"), None, (), {"RNNC_EMULATOR_MISALIGN": "8"}),
+    # Persistent loops (docs/cuda.md#persistent-loops): each grid barrier of a step is needed.
+    ("lstm", [], "forward's persistent loop without the grid barrier between the product and the cell",
+     delete_nth("grid_sync(barrier);", 0), None, (), PERSISTENT),
+    ("lstm", [], "forward's persistent loop without the grid barrier that ends a step",
+     delete_nth("grid_sync(barrier);", 1), None, (), PERSISTENT),
+    ("lstm", [], "backward's persistent loop without the grid barrier between the cell and the product",
+     delete_nth("grid_sync(barrier);", 2), None, (), PERSISTENT),
+    ("lstm", [], "a persistent block of backward loading W's first columns, not its own",
+     replace("W[j * outputs + s.first + o]", "W[j * outputs + o]"), None, (), PERSISTENT),
+    ("lstm", [], "a persistent kernel whose blocks all wait at a grid barrier but one",
+     replace("__device__ __forceinline__ void grid_sync(unsigned *) { rnnc_emulator::grid_sync(); }",
+             "__device__ __forceinline__ void grid_sync(unsigned *) { if (blockIdx.x) rnnc_emulator::grid_sync(); }"),
+     None, (), PERSISTENT),
     ("lstm", ["--cuda-graphs"], "a synchronize inside the capture",
      None, ("int failed = body(capture);", "cudaStreamSynchronize(capture);\n    int failed = body(capture);"), (), {}),
     ("lstm", ["--cuda-graphs"], "the loop captured on the legacy default stream",
@@ -263,7 +297,10 @@ def main():
     caller, off16 = {"RNNC_EMULATOR_CALLER_STREAM": "1"}, {"RNNC_EMULATOR_MISALIGN": "16"}
     envs_of = {"lstm": ({}, caller, off16), "bitagger": ({}, caller)}
     seeds_of = lambda s: STREAM_SEEDS if os.path.basename(s)[:-4] in TWO_STREAMS else SEEDS  # noqa: E731
-    runs = [(s, [], {"envs": envs_of.get(os.path.basename(s)[:-4], ({},)), "seeds": seeds_of(s)}) for s in samples]
+    # Loops both ways (docs/cuda.md#persistent-loops): the runs above with the cost model's choice
+    # (persistent on the emulated device for most), and every sample again forced step by step.
+    runs = [(s, [], {"envs": envs_of.get(os.path.basename(s)[:-4], ({},)) + (STEPWISE,), "seeds": seeds_of(s)})
+            for s in samples]
     runs += [(s, [], {"real": "float", "seeds": seeds_of(s)}) for s in samples]
     # 16 bits: every sample in bf16, a few in f16 (the same text but for the store type), under one
     # seed (the float builds' three orders of streams and blocks test the same launches).

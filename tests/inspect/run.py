@@ -105,6 +105,10 @@ def compare(target, manifest, found):
             bad.append(f"{k['name']}: the comment names {k['equations']}, its loop's kernels {equations}")
         if not k["launches"]:
             bad.append(f"{k['name']}: never launched")
+        elif k["name"].startswith("persist_"):  # from its stage function, all its blocks at once
+            stage_function = "stage_" + k["name"].split("_")[1]
+            if not any(l["function"] == stage_function and l["cooperative"] for l in k["launches"]):
+                bad.append(f"{k['name']}: no cooperative launch from {stage_function}")
         elif target != "cpu" and "launch_" + k["name"] not in [l["function"] for l in k["launches"]]:
             bad.append(f"{k['name']}: not launched from launch_{k['name']}")
     if found["problems"]:
@@ -119,7 +123,13 @@ def compare(target, manifest, found):
 
 def scan_stage(manifest, name):
     """The manifest stage whose loop kernel `name` runs in parallel over time
-    (scan_2, newton_1_solve: stage 2, stage 1), or None."""
+    (scan_2, newton_1_solve: stage 2, stage 1) or persistent (persist_1, which
+    the stage must name), or None."""
+    m = re.fullmatch(r"persist_(\d+)", name)
+    if m:
+        stages = manifest["stages"]
+        stage = stages[int(m.group(1))] if int(m.group(1)) < len(stages) else None
+        return stage if stage and stage.get("persistent") == name else None
     m = re.fullmatch(r"(?:scan|newton)_(\d+)(?:_[a-z]+)?", name)
     if not m or int(m.group(1)) >= len(manifest["stages"]):
         return None

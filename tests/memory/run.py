@@ -58,6 +58,8 @@ def expected_bytes(stats, T, B, cuda):
                 for b in stats["workspace"]["buffers"] if "shares" not in b)
     if cuda and stats["cuda_bytes_per_step"]:
         total += rounded(B * T * stats["cuda_bytes_per_step"])
+    if cuda and stats["grid_barrier_bytes"]:  # the persistent loops' grid barriers
+        total += rounded(stats["grid_barrier_bytes"])
     total += rounded(stats["mask_key_bytes"])
     total += rounded(stats["dropped_param_bytes"]) + rounded(stats["dropped_grad_bytes"])
     if not cuda and stats["panel_bytes"]:  # the products' weights, packed once per call, on the CPU

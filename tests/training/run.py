@@ -110,9 +110,10 @@ def check_precision(rnnc, work, env):
 def check_loss_scaling(rnnc, work, env):
     """--dtype f16's dynamic loss scaling (docs/precision.md), with an overflow injected by starting the
     scale at 2^30: the first steps overflow, each is skipped and halves the scale (a few more later, as
-    the gradients grow), and the run learns the adding problem in at most 1.2x float32's steps
-    (measured: steps 1-11, 13, 17, 37, 38 skipped, the loss's 20-step mean below 0.01 at step 324,
-    float32 285). A fixed scale that overflows stops the run."""
+    the gradients grow), and the run learns the adding problem in at most 1.5x float32's steps
+    (measured: steps 1-11, 13, 17, 37, 38 skipped, the loss's 20-step mean below 0.01 at step 324 on
+    an AMD Zen 4 and 375 on an Intel Sapphire Rapids, float32 285 on both: docs/precision.md). A fixed
+    scale that overflows stops the run."""
     log = os.path.join(work, "loss-scaling.csv")
     err = run([rnnc] + ADDING[:-1] + ["400", "--dtype", "f16", "--loss-scale", "dynamic:1073741824", "--log", log], env)
     warned = re.findall(r"step (\d+): the gradients overflowed at loss scale ([0-9.e+]+); step skipped", err)
@@ -125,7 +126,7 @@ def check_loss_scaling(rnnc, work, env):
     ls = [float(v) for v in losses(log)]
     f32 = [float(v) for v in losses(os.path.join(work, "adding.csv"))][:400]
     reach = lambda xs: next((i for i in range(20, len(xs) + 1) if sum(xs[i - 20:i]) / 20 < 0.01), None)  # noqa: E731
-    assert reach(ls) is not None and reach(ls) <= 1.2 * reach(f32), (reach(ls), reach(f32))
+    assert reach(ls) is not None and reach(ls) <= 1.5 * reach(f32), (reach(ls), reach(f32))
     # A checkpoint keeps where the scaling stands: 14 steps (11 skipped) saved, resumed to 45 (past the
     # skips at 17, 37, 38): the same losses and scale as the whole run's first 45 steps. Started afresh at
     # 2^30 instead, the resumed run would skip steps 15-25.

@@ -316,6 +316,7 @@ TEST_CASE("plan-memory: the kernel IR allocates the plan, and workspaceBytes is 
     }
     CHECK(p.onesWidth == r->m().onesWidth);
     CHECK(p.panelElements == r->m().panelElements);
+    CHECK(p.gridBarrierWords == r->m().gridBarrierWords);
     // What the generated layout() does (codegen/HostCode.cpp) with the runtime's Carver.
     for (auto [T, B] : {std::pair<int64_t, int64_t>{1, 1}, {7, 3}, {100, 32}}) {
       for (bool cuda : {false, true}) {
@@ -326,6 +327,7 @@ TEST_CASE("plan-memory: the kernel IR allocates the plan, and workspaceBytes is 
                     : (void)carver.take<float>(b.rowsPerStep(), b.fixedRows(), b.width);
         if (cuda && p.onesWidth) carver.take<float>(1, 0, p.onesWidth);
         if (!cuda && p.panelElements) carver.take_fixed<float>(p.panelElements);
+        if (cuda && p.gridBarrierWords) carver.take_fixed<unsigned>(p.gridBarrierWords);
         CHECK(workspaceBytes(r->m(), T, B, cuda) == carver.bytes());
       }
     }

@@ -30,6 +30,7 @@ struct Site {
   std::string kernel; // resolved kernel name, "" when it cannot be told
   std::string what;   // launch()'s name for the error message, "" when none
   std::string grid, block, stream, sharedMemory;
+  bool cooperative = false; // rnnc::cuda::launch_cooperative or cudaLaunchCooperativeKernel
 };
 
 /// A string variable holding __global__ code: a --jit bundle's kernels.

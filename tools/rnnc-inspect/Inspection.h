@@ -20,6 +20,7 @@ struct Launch {
   std::string function; // the enclosing function: "launch_fused_2"
   std::string grid, block, stream, sharedMemory;
   unsigned line = 0;
+  bool cooperative = false; // launch_cooperative: all blocks live at once (a persistent loop)
 };
 
 struct Kernel {

@@ -41,7 +41,7 @@ void launch(const Site &s, const std::map<std::string, size_t> &byName, Inspecti
   if (!s.what.empty() && s.what != s.kernel)
     problems.push_back({"launch-name-mismatch",
                         "the launch of '" + s.kernel + "' calls it \"" + s.what + "\" in its error message", s.line});
-  out.kernels[k->second].launches.push_back({s.function, s.grid, s.block, s.stream, s.sharedMemory, s.line});
+  out.kernels[k->second].launches.push_back({s.function, s.grid, s.block, s.stream, s.sharedMemory, s.line, s.cooperative});
 }
 
 /// Kernels (not helpers) never launched, or whose comment names no equation.

@@ -36,7 +36,8 @@ std::string textReport(const Inspection &in) {
     for (const Launch &l : k.launches) {
       out += fmt::format("  launch {}:{} in {}", f, l.line, l.function);
       if (!l.grid.empty())
-        out += fmt::format(": grid {}, block {}, stream {}, shared memory {}", l.grid, l.block, l.stream, l.sharedMemory);
+        out += fmt::format(": grid {}, block {}, stream {}, shared memory {}{}", l.grid, l.block, l.stream, l.sharedMemory,
+                           l.cooperative ? ", cooperative" : "");
       out += "\n";
     }
   }
@@ -65,6 +66,7 @@ std::string jsonReport(const Inspection &in) {
                           {"block", orNull(l.block)},
                           {"stream", orNull(l.stream)},
                           {"shared_memory", orNull(l.sharedMemory)},
+                          {"cooperative", l.cooperative},
                           {"line", l.line}});
     kernels.push_back({{"name", k.name},
                        {"line", k.line},

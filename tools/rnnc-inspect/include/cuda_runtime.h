@@ -43,8 +43,11 @@ enum cudaDeviceAttr {
   cudaDevAttrMaxThreadsPerBlock = 1,
   cudaDevAttrMultiProcessorCount = 16,
   cudaDevAttrComputeCapabilityMajor = 75,
-  cudaDevAttrComputeCapabilityMinor = 76
+  cudaDevAttrComputeCapabilityMinor = 76,
+  cudaDevAttrCooperativeLaunch = 95,
+  cudaDevAttrMaxSharedMemoryPerBlockOptin = 97
 };
+enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
 
 enum cudaLibraryOption { cudaLibraryHostUniversalFunctionAndDataTable = 0 };
 enum cudaJitOption { cudaJitMaxRegisters = 0 };
@@ -106,7 +109,11 @@ cudaError_t cudaGraphExecDestroy(cudaGraphExec_t graphExec);
 
 cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem,
                              cudaStream_t stream);
+cudaError_t cudaLaunchCooperativeKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem,
+                                        cudaStream_t stream);
 cudaError_t cudaFuncSetAttribute(const void *func, int attr, int value);
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, const void *func, int blockSize,
+                                                          size_t dynamicSMemSize);
 
 cudaError_t cudaLibraryLoadData(cudaLibrary_t *library, const void *code, enum cudaJitOption *jitOptions,
                                 void **jitOptionsValues, unsigned int numJitOptions,

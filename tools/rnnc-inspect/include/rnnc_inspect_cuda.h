@@ -54,6 +54,9 @@ template <class T> __device__ T __ldg(const T *p);
 __device__ float atomicAdd(float *address, float val);
 __device__ double atomicAdd(double *address, double val);
 __device__ int atomicAdd(int *address, int val);
+__device__ unsigned int atomicAdd(unsigned int *address, unsigned int val);
+__device__ unsigned int atomicExch(unsigned int *address, unsigned int val);
+__device__ void __nanosleep(unsigned int ns);
 
 #ifdef __CUDACC_RTC__
 #define __RNNC_INSPECT_MATH(name)                                                                                       \
