@@ -10,6 +10,10 @@
 #           with -lopenblas at run time (the pack's OpenBLAS, by RNNC_CXXFLAGS,
 #           RNNC_LDFLAGS and LD_LIBRARY_PATH), as the GPU tests need
 #   tests   tests/gpu/run.py: CUDA results against CPU results on every sample
+#   persist the same with every loop forced persistent (one cooperative kernel a loop,
+#           docs/cuda.md#persistent-loops), then bench/gpu/persistent.py: LSTM and GRU,
+#           persistent against step by step, B 1 4 16 64, H 256 768, and the cost model's pick;
+#           written to docs/benchmarks/gpu-persistent.md
 #   abi     tests/cuda/no_device.cpp on the LSTM --jit bundle: ABI v3 on a GPU (the
 #           caller's stream, forward's results, two threads at once)
 #   lengths tools/bench-lengths.sh on CUDA: an LSTM with lengths uniform in [T/4, T] against it padded
@@ -122,6 +126,35 @@ case $tests_rc in
   124) phase tests "FAILED: over 300 s"; failed=1 ;;
   *) phase tests "FAILED: $(tail -1 "$out/tests.log")"; failed=1 ;;
 esac
+
+# ---- persistent loops: every sample with each loop one cooperative kernel, against the CPU;
+#      then timed against the loops step by step (docs/cuda.md#persistent-loops)
+if [ "$tests_rc" != 77 ] && [ $scan_only = 0 ]; then
+  RNNC_CUDA_LOOPS=persistent RNNC_LOOP_REPORT=1 with_blas timeout -k 10 150 python3 tests/gpu/run.py --rnnc "$rnnc" \
+    --samples samples >"$out/persist-tests.log" 2>&1
+  persist_rc=$?
+  fell_back=$(grep -c "step by step" "$out/persist-tests.log")
+  if [ $persist_rc = 0 ] && [ "$fell_back" = 0 ]; then
+    persist_result="tests passed persistent ($(grep -c 'persistent,' "$out/persist-tests.log") loop runs)"
+  else
+    persist_result="tests FAILED persistent (exit $persist_rc, $fell_back loops step by step; $out/persist-tests.log)"
+    failed=1
+  fi
+  with_blas timeout -k 10 150 python3 bench/gpu/persistent.py --rnnc "$rnnc" --budget-s 100 \
+    >"$out/persistent.md" 2>"$out/persistent.log"
+  case $? in
+    0) persist_result+="; timed: docs/benchmarks/gpu-persistent.md" ;;
+    *) persist_result+="; timing FAILED ($out/persistent.log)"; failed=1 ;;
+  esac
+  { echo "# GPU: persistent loops against step by step"; echo
+    echo "Measured by \`bash tools/gpu-check.sh\` on" \
+         "$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || echo 'a GPU')," \
+         "source ${RNNC_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}, $(date -u +%F), T = 100," \
+         "medians of 10 runs ([cuda.md](../cuda.md#persistent-loops) describes the kernels)."; echo
+    cat "$out/persistent.md"; } >docs/benchmarks/gpu-persistent.md
+  cp docs/benchmarks/gpu-persistent.md "$out/gpu-persistent.md"
+  phase persist "$persist_result"
+fi
 
 # ---- the C ABI (v3) on the device: tests/cuda/no_device.cpp against the LSTM as
 #      a --jit bundle: the caller's stream, results written by forward, two

@@ -157,7 +157,9 @@ def case(rnnc, path, env, cuda_flags=(), cpu_flags=(), T=T, tol=TOL, lengths=Non
             if p.returncode != 0:
                 raise nl.Failure(f"{where}: rnnc exited {p.returncode}: {p.stderr.strip()}\n  {shlex.join(cmd)}"
                                  f"\n(scratch kept in {work})")
-            return nl.Result(os.path.join(work, out), cmd)
+            result = nl.Result(os.path.join(work, out), cmd)
+            result.stderr = p.stderr  # RNNC_LOOP_REPORT's lines: how each loop ran
+            return result
 
         # A first CPU run (no --grad) names the states and their shapes, and
         # says whether the model has a loss.
@@ -191,6 +193,10 @@ def case(rnnc, path, env, cuda_flags=(), cpu_flags=(), T=T, tol=TOL, lengths=Non
                                f"CUDA {float(a[i])!r} (max|CPU| {float(np.max(np.abs(b))) if b.size else 0.0:.6g})")
 
         against_cpu(gpu, "")
+        # Forced persistent (tools/gpu-check.sh's persist phase): every loop that has the variant ran it.
+        if os.environ.get("RNNC_CUDA_LOOPS") == "persistent":
+            stepwise = [line for line in gpu.stderr.splitlines() if line.startswith("rnnc: stage") and "step by step" in line]
+            bad.extend(f"RNNC_CUDA_LOOPS=persistent, yet {line}" for line in stepwise)
         if name in GRAPH_SAMPLES and not cuda_flags:  # the loops replayed as CUDA graphs compute the same
             against_cpu(run("cuda", "cuda-graphs", extra + ["--cuda-graphs"]), " (--cuda-graphs)")
         for f in npy_files(gpu.out):
