@@ -148,6 +148,8 @@ def static_checks(sample, path, manifest):
     launches = re.findall(r'launch\(kernel_\[(\d+)\], "(\w+)", [^\n]*?, (\d+), s0?, ', text)
     if not launches:
         fail(f"{sample}: {path}: no kernel launches found")
+    # A persistent loop's one cooperative launch (docs/cuda.md#persistent-loops): 256 threads.
+    launches += re.findall(r'launch_cooperative\(kernel_\[(\d+)\], "(\w+)", c\.grid, (\d+), ', text)
     for index, name, block in launches:
         index, block = int(index), int(block)
         if index >= len(names) or names[index] != name:
@@ -209,10 +211,15 @@ def static_checks(sample, path, manifest):
         stage = int(re.search(r"_(\d+)_", k).group(1))
         if stage >= len(manifest["stages"]) or not manifest["stages"][stage]["loop"]:
             fail(f"{sample}: {path}: kernel {k} runs a loop, but manifest stage {stage} is not one")
-    if fused != set(kernels) - HELPERS - scans:
+    # A loop that may run persistent has persist_<stage>, which the manifest's stage names.
+    persists = {k for k in kernels if re.fullmatch(r"persist_\d+", k)}
+    named = {s.get("persistent") for s in manifest["stages"]} - {None}
+    if persists != named:
+        fail(f"{sample}: {path}: persistent kernels {sorted(persists)}, the manifest's stages name {sorted(named)}")
+    if fused != set(kernels) - HELPERS - scans - persists:
         fail(f"{sample}: manifest's fused kernels {sorted(fused)} are not the source's "
-             f"{sorted(set(kernels) - HELPERS - scans)}")
-    for k in sorted((fused | scans) - launched):
+             f"{sorted(set(kernels) - HELPERS - scans - persists)}")
+    for k in sorted((fused | scans | persists) - launched):
         fail(f"{sample}: {path}: kernel {k} is never launched")
     if manifest.get("target") != "cuda":
         fail(f"{sample}: manifest target is {manifest.get('target')!r}, not 'cuda'")
@@ -245,6 +252,13 @@ def buffers(expr):
     return found
 
 
+def bodies(text):
+    """(kernel, body) of every RNNC_KERNEL and every <kernel>_step device function (the body a
+    loop's fused kernel shares with its persistent loop: docs/cuda.md#persistent-loops)."""
+    found = re.findall(r"^RNNC_KERNEL __launch_bounds__\([^)]*\) void (\w+)\((.*?)^}", text, re.S | re.M)
+    return found + re.findall(r"^__device__ void (\w+)_step\((.*?)^}", text, re.S | re.M)
+
+
 def races(sample, path, text):
     """Stages that may run at the same time (on different streams, not
     ordered by events) must not touch the same memory when one writes it:
@@ -260,12 +274,11 @@ def races(sample, path, text):
             b = alias[b]
         return b
 
-    kernel_access = {}  # kernel -> (reads, writes)
-    for name, body in re.findall(r"^RNNC_KERNEL __launch_bounds__\([^)]*\) void (\w+)\((.*?)^}", text, re.S | re.M):
-        reads, writes = set(), set()
+    kernel_access = {}  # kernel -> (reads, writes); a loop's fused kernel's body is its <name>_step function
+    for name, body in bodies(text):
+        reads, writes = kernel_access.setdefault(name, (set(), set()))
         for const, b in re.findall(r"(const )?(?:real|int32_t) \*__restrict__ \w+ = ws\.(\w+)", body):
             (reads if const else writes).add(b)
-        kernel_access[name] = (reads, writes)
     launcher = {}  # launch_X -> (reads, writes)
     for name, body in re.findall(r"^int (launch_\w+)\(.*?\n(.*?)^}", text, re.S | re.M):
         reads, writes = set(), set()
@@ -340,8 +353,8 @@ def static_self_test(bundle, manifest, work):
     waits = re.findall(r"RNNC_CUDA_CHECK\(cudaStreamWaitEvent\(c\.stream\(0\), c\.event\(\d+\), 0\)\);", text)
     fused = re.findall(r"RNNC_KERNEL __launch_bounds__\((\d+)\) void (fused_\d+)\(", text)
     writes = {}
-    for name, body in re.findall(r"^RNNC_KERNEL __launch_bounds__\([^)]*\) void (\w+)\((.*?)^}", text, re.S | re.M):
-        writes[name] = re.findall(r"^    real \*__restrict__ \w+ = ws\.(\w+) ", body, re.M)
+    for name, body in bodies(text):
+        writes.setdefault(name, []).extend(re.findall(r"^    real \*__restrict__ \w+ = ws\.(\w+) ", body, re.M))
     loops = re.findall(r"if \(run\(stage_(\d+), \d+, true, ws, P, G, T, B, (\d+), mem\)\)", text)
     streams = {st: n for n, st in loops}
     cases = {}
