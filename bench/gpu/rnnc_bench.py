@@ -29,19 +29,21 @@ SAMPLES = {"lstm": "lstm.rnn", "gru": "gru.rnn", "peephole": "peephole_lstm.rnn"
 TIMEOUT_S = 300  # one rnnc bench, its compile included
 
 
-def bench(rnnc, cell, B, H, args, extra=()):
+def bench(rnnc, cell, B, H, args, extra=(), env=None):
+    """One row: ({fwdbwd_ms, fwdbwd_ms_min, forward_ms, workspace_bytes} or {error}, rnnc's stderr);
+    `env`: variables added to the environment (RNNC_CUDA_LOOPS: bench/gpu/persistent.py)."""
     cmd = [rnnc, "bench", os.path.join(ROOT, "samples", SAMPLES[cell]), "-D", f"I={H}", "-D", f"H={H}",
            "--batch", str(B), "--seq", str(args.seq), "--runs", str(args.runs), "--warmup", str(args.warmup),
            "--device", "cuda", "--json", "--no-baseline", *extra]
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S, env={**os.environ, **(env or {})})
     except subprocess.TimeoutExpired:
         return {"error": f"rnnc bench ran over {TIMEOUT_S} s"}, ""
     if p.returncode != 0:
         lines = p.stderr.strip().splitlines()
         return {"error": f"rnnc bench exited {p.returncode}: {lines[-1] if lines else ''}"}, p.stderr
     opt = json.loads(p.stdout)["optimized"]
-    return {k: opt[k] for k in ("fwdbwd_ms", "fwdbwd_ms_min", "forward_ms", "workspace_bytes")}, ""
+    return {k: opt[k] for k in ("fwdbwd_ms", "fwdbwd_ms_min", "forward_ms", "workspace_bytes")}, p.stderr
 
 
 def main():
