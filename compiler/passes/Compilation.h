@@ -130,7 +130,7 @@ struct MemoryPlan {
   static constexpr int64_t kRoundedElements = int64_t(1) << 20; // 2 MiB of 16-bit elements
   /// CUDA: two words per stage (arrivals, generation) for the grid barriers
   /// of the loops that may run persistent (docs/cuda.md#persistent-loops):
-  /// set when a loop runs step by step and the model is not 16-bit; 0 else.
+  /// set when the model has a loop and is not 16-bit; 0 else.
   int64_t gridBarrierWords = 0;
   bool lengths = false;      // --lengths: the workspace keeps lengths [B] (int32) and the loss's weight (one real)
   /// --lengths on the CPU: the weight gradients of every step at once gather

@@ -571,11 +571,9 @@ void MemoryPlanner::figures() {
     }
   m_.half = isHalf(c_.dtype);
   m_.roundedStreams = std::max(1, c_.schedule.streams);
+  // Any loop may have a persistent variant (codegen/CudaPersist.h decides which): two words a stage.
   for (const Stage &stage : c_.schedule.stages)
-    if (stage.loop && !m_.half &&
-        (stage.loopIndex < 0 || static_cast<size_t>(stage.loopIndex) >= c_.loopPlans.size() ||
-         c_.loopPlans[stage.loopIndex] == LoopPlan::Sequential))
-      m_.gridBarrierWords = 2 * static_cast<int64_t>(c_.schedule.stages.size());
+    if (stage.loop && !m_.half) m_.gridBarrierWords = 2 * static_cast<int64_t>(c_.schedule.stages.size());
   panels();
   for (const Stage &stage : c_.schedule.stages)
     for (const Kernel &k : stage.kernels) {
