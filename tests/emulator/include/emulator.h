@@ -146,7 +146,7 @@ struct Block {
   explicit Block(unsigned n, size_t dynamicBytes = 0)
       : barrier(n), lanes(n), dynamic((dynamicBytes + sizeof(double) - 1) / sizeof(double)) {
     for (unsigned w = 0; w < n; w += 32) warps.emplace_back(std::min(32u, n - w));
-    std::memset(dynamic.data(), 0xff, dynamic.size() * sizeof(double));
+    if (!dynamic.empty()) std::memset(dynamic.data(), 0xff, dynamic.size() * sizeof(double));
   }
 };
 inline thread_local Block *block = nullptr;
