@@ -186,13 +186,11 @@ std::string CudaPersistPrinter::kernel() const {
   w.line("// Each block keeps its slice of the loop's weights in shared memory for all T steps; the");
   w.line("// blocks meet at a grid barrier after each kernel of a step.");
   // The weights, once: each product's slice after the one before.
-  std::vector<std::string> slices(s_.kernels.size());
   std::string next = "dynamic_shared()";
   for (size_t i = 0; i < s_.kernels.size(); ++i) {
     const KernelIR &k = p_.kernels[s_.kernels[i]];
     if (!isProduct(k)) continue;
     const Operands o = operands(k);
-    slices[i] = k.name;
     w.line("// {}: {} [{} x {}], the block's {}", k.name, o.weights, k.rows, k.cols,
            o.transposed ? "columns (W^T d)" : "rows (W x)");
     w.line("const Slice {}_slice = block_slice({});", k.name, o.outputs);
