@@ -2,7 +2,9 @@
 // stream until the host forces it; only an event wait or the legacy stream's
 // implicit synchronization orders two streams; per-thread default streams
 // order nothing; memory comes 256-byte aligned and full of NaNs; the blocks
-// of a grid do not run in order; captures refuse what CUDA refuses. Built
+// of a grid do not run in order; captures refuse what CUDA refuses; a
+// block's threads meet at __syncthreads and exchange through warp shuffles,
+// a cooperative launch's blocks at the grid barrier. Built
 // twice (tests/emulator/CMakeLists.txt): as is, and with
 // CUDA_API_PER_THREAD_DEFAULT_STREAM. Exit 0 when every rule holds.
 #include <cublas_v2.h>
@@ -96,6 +98,67 @@ void blockOrder() {
   expect(order.size() == 16 && !ascending, "the blocks of a grid run out of order");
 }
 
+// Each thread offers a number of its own, then reads both neighbours': right
+// only if the barrier held every thread back until all had written, whichever
+// way the block's threads take turns.
+__global__ void neighbours(unsigned *out) {
+  __shared__ unsigned offered[64];
+  const unsigned t = threadIdx.x, n = blockDim.x;
+  offered[t] = blockIdx.x * n + t;
+  __syncthreads();
+  out[blockIdx.x * n + t] = offered[(t + 1) % n] * 65536 + offered[(t + n - 1) % n];
+}
+
+// Every lane ends with the sum of its warp's lane indices (a butterfly).
+__global__ void warpSum(double *out) {
+  double v = threadIdx.x % 32;
+  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  out[threadIdx.x] = v;
+}
+
+// Each block writes its number, waits at the grid barrier, then sums all
+// blocks' numbers: right only if every block wrote before any read.
+__global__ void gridSum(double *slots, double *sums) {
+  if (threadIdx.x == 0) slots[blockIdx.x] = blockIdx.x + 1;
+  rnnc_emulator::grid_sync();
+  if (threadIdx.x == 0) {
+    double sum = 0;
+    for (unsigned b = 0; b < gridDim.x; ++b) sum += slots[b];
+    sums[blockIdx.x] = sum;
+  }
+}
+
+void threadRules() {
+  void *p = nullptr;
+  cudaMalloc(&p, 2 * 64 * sizeof(unsigned));
+  auto *read = static_cast<unsigned *>(p);
+  rnnc_emulator::launch(reinterpret_cast<const void *>(&neighbours), 2, 64, nullptr, read);
+  cudaDeviceSynchronize();
+  bool met = true;
+  for (unsigned b = 0; b < 2; ++b)
+    for (unsigned t = 0; t < 64; ++t)
+      met = met && read[b * 64 + t] == (b * 64 + (t + 1) % 64) * 65536 + b * 64 + (t + 63) % 64;
+  expect(met, "__syncthreads holds each thread until the block's all arrive");
+
+  cudaMalloc(&p, 64 * sizeof(double));
+  auto *sums = static_cast<double *>(p);
+  rnnc_emulator::launch(reinterpret_cast<const void *>(&warpSum), 1, 64, nullptr, sums);
+  cudaDeviceSynchronize();
+  bool exchanged = true;
+  for (unsigned t = 0; t < 64; ++t) exchanged = exchanged && sums[t] == 31 * 32 / 2;
+  expect(exchanged, "a warp's lanes exchange through __shfl_xor_sync");
+
+  const unsigned blocks = 3;
+  double *slots = static_cast<double *>((cudaMalloc(&p, blocks * sizeof(double)), p));
+  double *gridSums = static_cast<double *>((cudaMalloc(&p, blocks * sizeof(double)), p));
+  const bool launched = rnnc_emulator::launch_cooperative(reinterpret_cast<const void *>(&gridSum), blocks, 64, 0,
+                                                          nullptr, slots, gridSums);
+  cudaDeviceSynchronize();
+  bool waited = launched;
+  for (unsigned b = 0; b < blocks; ++b) waited = waited && gridSums[b] == blocks * (blocks + 1) / 2;
+  expect(waited, "a cooperative launch's blocks all reach the grid barrier before any goes on");
+}
+
 void captureRules() {
   cudaStream_t blocking, quiet;
   cudaStreamCreateWithFlags(&blocking, cudaStreamDefault);
@@ -152,6 +215,7 @@ int main() {
   queuedUntilForced();
   allocation();
   blockOrder();
+  threadRules();
   captureRules();
   std::printf("%d rule(s) broken\n", failures);
   return failures ? 1 : 0;

@@ -26,6 +26,19 @@
 #include <ucontext.h>
 #include <vector>
 
+// AddressSanitizer (the emulator's own tests in the sanitized tier) is told of
+// each switch between stacks, as its fiber interface asks.
+#if defined(__SANITIZE_ADDRESS__)
+#define RNNC_EMULATOR_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RNNC_EMULATOR_ASAN 1
+#endif
+#endif
+#ifdef RNNC_EMULATOR_ASAN
+#include <sanitizer/common_interface_defs.h>
+#endif
+
 struct dim3 {
   unsigned x = 1, y = 1, z = 1;
   dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
@@ -40,12 +53,68 @@ namespace rnnc_emulator {
 inline thread_local uint3 tIdx, bIdx; // threadIdx is the running fiber's
 inline thread_local dim3 bDim, gDim;
 
-/// The threads of one block as fibers on the calling thread (ucontext): a
-/// thread runs until it waits at a barrier, then the next one runs. One host
-/// thread per block thread would spend the run switching between 1024 of
-/// them on a 2-core machine; fibers switch without the kernel. Blocks are
-/// independent, so nothing is lost: within a block only __syncthreads and
-/// the warp exchanges order the threads, and both are barriers here.
+#if defined(__x86_64__)
+// Switches stacks without the kernel: pushes the callee-saved registers of the
+// System V ABI and the SSE/x87 control words on the running stack, stores its
+// pointer in *from, and pops the same from `to`. (ucontext's swapcontext also
+// saves the signal mask, a system call each time: 85% of an emulated
+// persistent kernel's time went there.) A new fiber's stack is laid out as if
+// it had switched away at the start of rnnc_emulator_fiber_entry, which calls
+// rbx(r12, r13). Weak and hidden: every translation unit that includes this
+// header defines it, and the linker keeps one per library.
+extern "C" void rnnc_emulator_switch(void **from, void *to);
+extern "C" void rnnc_emulator_fiber_entry();
+asm(R"(
+  .section .text.rnnc_emulator_switch,"axG",@progbits,rnnc_emulator_switch,comdat
+  .weak rnnc_emulator_switch
+  .hidden rnnc_emulator_switch
+  .type rnnc_emulator_switch, @function
+  .p2align 4
+rnnc_emulator_switch:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  subq $8, %rsp
+  stmxcsr (%rsp)
+  fnstcw 4(%rsp)
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  ldmxcsr (%rsp)
+  fldcw 4(%rsp)
+  addq $8, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+  .size rnnc_emulator_switch, .-rnnc_emulator_switch
+  .section .text.rnnc_emulator_fiber_entry,"axG",@progbits,rnnc_emulator_fiber_entry,comdat
+  .weak rnnc_emulator_fiber_entry
+  .hidden rnnc_emulator_fiber_entry
+  .type rnnc_emulator_fiber_entry, @function
+  .p2align 4
+rnnc_emulator_fiber_entry:
+  movq %r12, %rdi
+  movq %r13, %rsi
+  callq *%rbx
+  ud2
+  .size rnnc_emulator_fiber_entry, .-rnnc_emulator_fiber_entry
+  .text
+)");
+#endif
+
+/// The threads of one block as fibers on the calling thread: a thread runs
+/// until it waits at a barrier, then the next one runs. One host thread per
+/// block thread would spend the run switching between 1024 of them on a
+/// 2-core machine; fibers switch without the kernel (rnnc_emulator_switch on
+/// x86-64, ucontext elsewhere). Blocks are independent, so nothing is lost:
+/// within a block only __syncthreads and the warp exchanges order the
+/// threads, and both are barriers here.
 class Fibers {
 public:
   ~Fibers() {
@@ -59,47 +128,123 @@ public:
       char *base = static_cast<char *>(
           mmap(nullptr, kGuard + kStack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0));
       if (base == MAP_FAILED || mprotect(base, kGuard, PROT_NONE) != 0) std::abort();
-      fibers_.push_back(Fiber{{}, base + kGuard, true});
+      fibers_.push_back(Fiber{});
+      fibers_.back().stack = base + kGuard;
     }
     body_ = &body;
-    for (unsigned t = 0; t < n; ++t) {
-      Fiber &f = fibers_[t];
-      getcontext(&f.context);
-      f.context.uc_stack.ss_sp = f.stack;
-      f.context.uc_stack.ss_size = kStack;
-      f.context.uc_link = &scheduler_;
-      makecontext(&f.context, reinterpret_cast<void (*)()>(&Fibers::start), 1, t);
-      f.done = false;
-    }
+    for (unsigned t = 0; t < n; ++t) prepare(t);
     for (unsigned left = n; left > 0;)
       for (unsigned i = 0; i < n; ++i) {
         unsigned t = reversed ? n - 1 - i : i;
         if (fibers_[t].done) continue;
         current_ = t;
         tIdx = uint3{t, 0, 0};
-        swapcontext(&scheduler_, &fibers_[t].context);
+        enter(t);
         if (fibers_[t].done) --left;
       }
   }
   /// Lets the other threads of the block run; returns when this one is next.
-  void yield() { swapcontext(&fibers_[current_].context, &scheduler_); }
+  void yield() {
+#if defined(__x86_64__)
+#ifdef RNNC_EMULATOR_ASAN
+    void *fake = nullptr;
+    __sanitizer_start_switch_fiber(&fake, schedulerBottom_, schedulerSize_);
+#endif
+    rnnc_emulator_switch(&fibers_[current_].sp, scheduler_);
+#ifdef RNNC_EMULATOR_ASAN
+    __sanitizer_finish_switch_fiber(fake, &schedulerBottom_, &schedulerSize_);
+#endif
+#else
+    swapcontext(&fibers_[current_].context, &scheduler_);
+#endif
+  }
   /// Which thread of the block is running.
   unsigned current() const { return current_; }
 
 private:
   // 256 KiB, reserved and touched as used: far more than a kernel's frame, and
   // small enough that AddressSanitizer's unpoisoning of the stack at each
-  // switch stays a memset (a 1 MiB stack made the sanitized tier 12x slower).
+  // switch stays a memset (where its swapcontext interceptor runs: a 1 MiB
+  // stack made the sanitized tier 12x slower).
   static constexpr size_t kStack = size_t(1) << 18;
   static constexpr size_t kGuard = 4096;
   struct Fiber {
+#if defined(__x86_64__)
+    void *sp = nullptr; // where its registers were pushed when it last switched away
+#else
     ucontext_t context;
-    void *stack;
-    bool done;
+#endif
+    void *stack = nullptr;
+    bool done = true;
   };
-  static void start(unsigned t);
+  /// Makes fiber t start body_(t) at its next switch.
+  void prepare(unsigned t) {
+    Fiber &f = fibers_[t];
+    f.done = false;
+#if defined(__x86_64__)
+    // From the top: rnnc_emulator_fiber_entry as the return address (so that
+    // after ret the stack is 16-byte aligned, as a call needs), then rbp, rbx
+    // (what the entry calls), r12 and r13 (its arguments), r14, r15, and the
+    // default MXCSR and x87 control word.
+    auto *top = reinterpret_cast<uint64_t *>(static_cast<char *>(f.stack) + kStack);
+    uint64_t *sp = top - 8;
+    sp[7] = reinterpret_cast<uint64_t>(&rnnc_emulator_fiber_entry);
+    sp[6] = 0;                                          // rbp
+    sp[5] = reinterpret_cast<uint64_t>(&Fibers::start); // rbx
+    sp[4] = reinterpret_cast<uint64_t>(this);           // r12
+    sp[3] = t;                                          // r13
+    sp[2] = sp[1] = 0;                                  // r14, r15
+    sp[0] = 0x1f80u | (uint64_t{0x037fu} << 32);        // MXCSR, x87 control word
+    f.sp = sp;
+#else
+    getcontext(&f.context);
+    f.context.uc_stack.ss_sp = f.stack;
+    f.context.uc_stack.ss_size = kStack;
+    f.context.uc_link = &scheduler_;
+    makecontext(&f.context, reinterpret_cast<void (*)()>(&Fibers::start_here), 1, t);
+#endif
+  }
+  /// Runs fiber t until it yields or ends.
+  void enter(unsigned t) {
+#if defined(__x86_64__)
+#ifdef RNNC_EMULATOR_ASAN
+    void *fake = nullptr;
+    __sanitizer_start_switch_fiber(&fake, fibers_[t].stack, kStack);
+#endif
+    rnnc_emulator_switch(&scheduler_, fibers_[t].sp);
+#ifdef RNNC_EMULATOR_ASAN
+    __sanitizer_finish_switch_fiber(fake, nullptr, nullptr);
+#endif
+#else
+    swapcontext(&scheduler_, &fibers_[t].context);
+#endif
+  }
+  /// Fiber t's whole life: body_(t), then back to the scheduler for good.
+  static void start(Fibers *self, unsigned t) {
+#if defined(__x86_64__) && defined(RNNC_EMULATOR_ASAN)
+    __sanitizer_finish_switch_fiber(nullptr, &self->schedulerBottom_, &self->schedulerSize_);
+#endif
+    (*self->body_)(t);
+    self->fibers_[t].done = true;
+#if defined(__x86_64__)
+#ifdef RNNC_EMULATOR_ASAN
+    __sanitizer_start_switch_fiber(nullptr, self->schedulerBottom_, self->schedulerSize_);
+#endif
+    rnnc_emulator_switch(&self->fibers_[t].sp, self->scheduler_);
+    std::abort(); // never resumed
+#endif
+  }
+  static void start_here(unsigned t); // ucontext's entry: start(&fibers(), t); uc_link returns
   std::vector<Fiber> fibers_;
+#if defined(__x86_64__)
+  void *scheduler_ = nullptr;
+#ifdef RNNC_EMULATOR_ASAN
+  const void *schedulerBottom_ = nullptr; // the scheduler's stack, for AddressSanitizer
+  size_t schedulerSize_ = 0;
+#endif
+#else
   ucontext_t scheduler_;
+#endif
   const std::function<void(unsigned)> *body_ = nullptr;
   unsigned current_ = 0;
 };
@@ -109,11 +254,7 @@ inline Fibers &fibers() {
   return f;
 }
 
-inline void Fibers::start(unsigned t) {
-  Fibers &self = fibers();
-  (*self.body_)(t);
-  self.fibers_[t].done = true; // uc_link returns to the scheduler
-}
+inline void Fibers::start_here(unsigned t) { start(&fibers(), t); }
 
 /// A barrier for the threads of one block: each waits, letting the others
 /// run, until the last one arrives.
