@@ -13,6 +13,9 @@
 #include "support/Crash.h"
 
 #include <fmt/format.h>
+#include <map>
+#include <numeric>
+#include <set>
 
 namespace rnnc::codegen {
 
@@ -65,31 +68,40 @@ __device__ __forceinline__ Slice block_slice(int64_t n) {
   return {first, end - first};
 }
 
-// The weights of the block's outputs into shared memory, w[o][j] for o < s.count,
-// j < reduce: rows s.first.. of W [outputs][reduce], or (transposed) columns
-// s.first.. of W [reduce][outputs].
-__device__ void persist_load(const real *__restrict__ W, bool transposed, int64_t outputs, int64_t reduce, Slice s,
-                             real *__restrict__ w) {
-  for (int64_t e = threadIdx.x; e < s.count * reduce; e += blockDim.x) {
-    const int64_t o = e / reduce, j = e % reduce;
-    w[e] = transposed ? W[j * outputs + s.first + o] : W[(s.first + o) * reduce + j];
+// The block's rows of a product's `outputs`: in each piece of `unit` rows, the
+// rows of its units s (an LSTM's i, f, g and o rows of the same hidden units);
+// with unit = outputs, one piece: the slice s of the outputs. Row o of them:
+__device__ __forceinline__ int64_t owned_row(Slice s, int64_t unit, int64_t o) {
+  return o / s.count * unit + s.first + o % s.count;
+}
+
+// The weights of the block's rows into shared memory, w[o][j] for o < its rows,
+// j < reduce: rows of W [outputs][reduce], or (transposed) columns of W [reduce][outputs].
+__device__ void persist_load(const real *__restrict__ W, bool transposed, int64_t outputs, int64_t reduce, int64_t unit,
+                             Slice s, real *__restrict__ w) {
+  const int64_t rows = outputs / unit * s.count;
+  for (int64_t e = threadIdx.x; e < rows * reduce; e += blockDim.x) {
+    const int64_t o = e / reduce, j = e % reduce, row = owned_row(s, unit, o);
+    w[e] = transposed ? W[j * outputs + row] : W[row * reduce + j];
   }
 }
 
-// The block's outputs of one step's product: out[r][s.first + o] = sum_j w[o][j] in[r][j]
+// The block's rows of one step's product: out[r][row(o)] = sum_j w[o][j] in[r][j]
 // for the m rows (sequences) of the step, zero for rows running <= r (--lengths: past
 // their end). A warp per (row, output), its lanes over j, summed in a fixed order.
-__device__ void persist_product(const real *__restrict__ w, Slice s, int64_t reduce, const real *__restrict__ in,
-                                real *__restrict__ out, int64_t outputs, int64_t m, int64_t running) {
+__device__ void persist_product(const real *__restrict__ w, Slice s, int64_t unit, int64_t reduce,
+                                const real *__restrict__ in, real *__restrict__ out, int64_t outputs, int64_t m,
+                                int64_t running) {
   const int lane = threadIdx.x & 31, warps = blockDim.x >> 5;
-  for (int64_t e = threadIdx.x >> 5; e < m * s.count; e += warps) {
-    const int64_t r = e / s.count, o = e % s.count;
+  const int64_t rows = outputs / unit * s.count;
+  for (int64_t e = threadIdx.x >> 5; e < m * rows; e += warps) {
+    const int64_t r = e / rows, o = e % rows;
     real v = 0;
     if (r < running) {
       for (int64_t j = lane; j < reduce; j += 32) v += w[o * reduce + j] * in[r * reduce + j];
       v = warp_sum(v);
     }
-    if (lane == 0) out[r * outputs + s.first + o] = v;
+    if (lane == 0) out[r * outputs + owned_row(s, unit, o)] = v;
   }
 }
 )cuda";
@@ -130,6 +142,93 @@ bool CudaPersistPrinter::persistent(const Program &p, int stage, std::string *wh
   return true;
 }
 
+namespace {
+
+/// Narrower units would leave most multiprocessors idle (a width-1 value in
+/// the step makes U = 1): the blocks then own slices of each product instead.
+constexpr int64_t kMinUnits = 16;
+
+/// Sweeps of a fused kernel, the folded ones of rows past their end included.
+template <class F> void forEachSweep(const KernelIR &k, F f) {
+  for (const Sweep &s : k.sweeps) f(s);
+  for (const Sweep &s : k.stopped) f(s);
+}
+
+} // namespace
+
+int64_t CudaPersistPrinter::unitWidth(const Program &p, int stage, std::string *why) {
+  auto no = [&](const std::string &reason) -> int64_t {
+    if (why) *why = reason;
+    return 0;
+  };
+  if (!persistent(p, stage, why)) return 0;
+  const StageIR &st = p.stages[stage];
+  // What the loop writes (each product's output, each fused store), and U: the
+  // widest width that divides every sweep and every product's outputs.
+  std::set<int> written;
+  int64_t unit = 0;
+  std::string reason;
+  for (int k : st.kernels) {
+    const KernelIR &kernel = p.kernels[k];
+    if (isProduct(kernel)) {
+      written.insert(kernel.out);
+      unit = std::gcd(unit, p.buffers[kernel.out].width);
+      continue;
+    }
+    forEachSweep(kernel, [&](const Sweep &s) {
+      if (s.kind != Sweep::Kind::Map && reason.empty())
+        reason = fmt::format("{} reduces over a whole row: a sum, mean or softmax", kernel.name);
+      unit = std::gcd(unit, s.width);
+      for (const Instr &in : s.body)
+        if (in.store >= 0) written.insert(in.store);
+    });
+  }
+  if (!reason.empty()) return no(reason);
+  if (unit < kMinUnits)
+    return no(fmt::format("its units would be {} wide: no common divisor of its widths is {} or more", unit, kMinUnits));
+  // Each element of a sweep belongs to unit i mod U; every value the loop
+  // writes must be read at the same unit (a shift by whole pieces of U).
+  for (int k : st.kernels) {
+    const KernelIR &kernel = p.kernels[k];
+    if (isProduct(kernel)) continue;
+    forEachSweep(kernel, [&](const Sweep &s) {
+      for (const Instr &in : s.body) {
+        if (in.op == Op::Embed || ((in.op == Op::Slice || in.op == Op::Pad) && in.offset % unit))
+          reason = fmt::format("{} moves elements across units ({})", kernel.name, opMnemonic(in.op));
+        if (in.op == Op::Concat)
+          for (int64_t piece : in.pieces)
+            if (piece % unit) reason = fmt::format("{} concatenates pieces narrower than a unit", kernel.name);
+        if (in.store >= 0 && p.buffers[in.store].width % unit) reason = fmt::format("{} stores a value narrower than a unit", kernel.name);
+        for (const Operand &o : in.args)
+          if (o.kind == Operand::Kind::Load && written.count(o.buffer) &&
+              (o.scalar || o.shift % unit || p.buffers[o.buffer].width % unit))
+            reason = fmt::format("{} reads {} at another unit", kernel.name, p.buffers[o.buffer].name);
+      }
+    });
+  }
+  if (!reason.empty()) return no(reason);
+  // Blocks synchronize only at the products: no two values of the loop may share memory.
+  std::set<int> used = written;
+  for (int k : st.kernels) {
+    const KernelIR &kernel = p.kernels[k];
+    if (isProduct(kernel)) used.insert(kernel.a);
+    else
+      forEachSweep(kernel, [&](const Sweep &s) {
+        for (const Instr &in : s.body)
+          for (const Operand &o : in.args)
+            if (o.kind == Operand::Kind::Load) used.insert(o.buffer);
+      });
+  }
+  std::map<int, int> memoryOf; // root of the shares chain -> a buffer of the loop there
+  for (int b : used) {
+    int root = b;
+    while (p.buffers[root].shares >= 0) root = p.buffers[root].shares;
+    auto [at, fresh] = memoryOf.emplace(root, b);
+    if (!fresh) return no(fmt::format("{} and {} share memory", p.buffers[at->second].name, p.buffers[b].name));
+  }
+  return unit;
+}
+
 bool CudaPersistPrinter::anyPersistent(const Program &p) {
   for (size_t s = 0; s < p.stages.size(); ++s)
     if (persistent(p, static_cast<int>(s))) return true;
@@ -141,6 +240,14 @@ bool CudaPersistPrinter::inPersistentStage(const Program &p, int kernel) {
     for (int k : p.stages[s].kernels)
       if (k == kernel && persistent(p, static_cast<int>(s))) return true;
   return false;
+}
+
+int CudaPersistPrinter::gridBarriers(const Program &p, int stage) {
+  const StageIR &st = p.stages[stage];
+  if (!unitWidth(p, stage)) return static_cast<int>(st.kernels.size());
+  int products = 0;
+  for (int k : st.kernels) products += isProduct(p.kernels[k]);
+  return products;
 }
 
 std::string CudaPersistPrinter::kernelName(int stage) { return fmt::format("persist_{}", stage); }
@@ -177,27 +284,45 @@ std::string CudaPersistPrinter::kernel() const {
   KernelIR all; // the equations of every kernel of the loop, for the comment
   for (int k : s_.kernels)
     for (const SourceRange &r : p_.kernels[k].equations) all.equations.push_back(r);
+  const int64_t unit = unitWidth(p_, stage_);
   w.line("// {}: stage {}'s loop, t = {}, as one cooperative kernel (docs/cuda.md#persistent-loops)", kernelName(stage_),
          stage_, s_.direction > 0 ? "0 .. T-1" : "T-1 .. 0");
   w.raw(CudaPrinter(p_, sm_).equationsComment(all));
   w.open("RNNC_KERNEL __launch_bounds__(256) void {}(const Workspace ws, const real *__restrict__ P, int64_t T, int64_t B, "
          "unsigned *barrier) {{",
          kernelName(stage_));
-  w.line("// Each block keeps its slice of the loop's weights in shared memory for all T steps; the");
-  w.line("// blocks meet at a grid barrier after each kernel of a step.");
-  // The weights, once: each product's slice after the one before.
+  if (unit) {
+    w.line("// Each block owns a slice of the loop's {} units and keeps the weights of its units' rows", unit);
+    w.line("// in shared memory for all T steps; it computes those rows of each product and runs the");
+    w.line("// fused kernels for its units. The blocks meet at a grid barrier before each product.");
+    w.line("const Slice units = block_slice({});", unit);
+  } else {
+    w.line("// Each block keeps its slice of the loop's weights in shared memory for all T steps; the");
+    w.line("// blocks meet at a grid barrier after each kernel of a step.");
+  }
+  // The weights, once: each product's rows after the one before.
   std::string next = "dynamic_shared()";
   for (size_t i = 0; i < s_.kernels.size(); ++i) {
     const KernelIR &k = p_.kernels[s_.kernels[i]];
     if (!isProduct(k)) continue;
     const Operands o = operands(k);
-    w.line("// {}: {} [{} x {}], the block's {}", k.name, o.weights, k.rows, k.cols,
-           o.transposed ? "columns (W^T d)" : "rows (W x)");
-    w.line("const Slice {}_slice = block_slice({});", k.name, o.outputs);
+    const int64_t pieces = unit ? o.outputs / unit : 1;
+    const std::string slice = unit ? "units" : k.name + "_slice";
+    if (unit)
+      w.line("// {}: {} [{} x {}], the {} of the block's units{}", k.name, o.weights, k.rows, k.cols,
+             o.transposed ? "columns (W^T d)" : "rows (W x)",
+             pieces > 1 ? fmt::format(" in each of its {} pieces", pieces) : "");
+    else {
+      w.line("// {}: {} [{} x {}], the block's {}", k.name, o.weights, k.rows, k.cols,
+             o.transposed ? "columns (W^T d)" : "rows (W x)");
+      w.line("const Slice {} = block_slice({});", slice, o.outputs);
+    }
     w.line("real *{}_w = {};", k.name, next);
-    w.line("persist_load({}, {}, {}, {}, {}_slice, {}_w);", o.weights, o.transposed ? "true" : "false", o.outputs,
-           o.reduce, k.name, k.name);
-    next = fmt::format("{}_w + ({} + gridDim.x - 1) / gridDim.x * {}", k.name, o.outputs, o.reduce);
+    w.line("persist_load({}, {}, {}, {}, {}, {}, {}_w);", o.weights, o.transposed ? "true" : "false", o.outputs, o.reduce,
+           unit ? unit : o.outputs, slice, k.name);
+    const int64_t span = unit ? unit : o.outputs;
+    next = pieces > 1 ? fmt::format("{}_w + {} * (({} + gridDim.x - 1) / gridDim.x) * {}", k.name, pieces, span, o.reduce)
+                      : fmt::format("{}_w + ({} + gridDim.x - 1) / gridDim.x * {}", k.name, span, o.reduce);
   }
   w.line("__syncthreads(); // the weights are in");
   w.open("for (int64_t step = 0; step < T; ++step) {{");
@@ -205,14 +330,20 @@ std::string CudaPersistPrinter::kernel() const {
   if (p_.hasLengths) w.line("const int64_t running = running_rows(ws.lengths, B, t);");
   for (size_t i = 0; i < s_.kernels.size(); ++i) {
     const KernelIR &k = p_.kernels[s_.kernels[i]];
+    // Units: a product reads whole states other blocks wrote; a fused kernel only
+    // its own units', which its block's threads wrote.
+    if (unit)
+      w.line(isProduct(k) ? "grid_sync(barrier); // what every block wrote, before the product reads it"
+                          : "__syncthreads(); // what the block wrote, before its units read it");
     if (isProduct(k)) {
       const Operands o = operands(k);
-      w.line("persist_product({0}_w, {0}_slice, {1}, {2}, {3}, {4}, B, {5}); // {0}", k.name, o.reduce, o.in, o.out,
-             o.outputs, p_.hasLengths ? "running" : "B");
+      w.line("persist_product({0}_w, {1}, {2}, {3}, {4}, {5}, {6}, B, {7}); // {0}", k.name,
+             unit ? "units" : k.name + "_slice", unit ? unit : o.outputs, o.reduce, o.in, o.out, o.outputs,
+             p_.hasLengths ? "running" : "B");
     } else {
-      w.line("{}_step(ws, P, B, r0, r1);", k.name);
+      w.line(unit ? "{}_units(ws, P, B, r0, r1, units);" : "{}_step(ws, P, B, r0, r1);", k.name);
     }
-    w.line("grid_sync(barrier);");
+    if (!unit) w.line("grid_sync(barrier);");
   }
   bool fused = false;
   for (int k : s_.kernels) fused |= p_.kernels[k].kind == KernelIR::Kind::Fused;
@@ -232,11 +363,12 @@ void CudaPersistPrinter::stageFunction(Writer &w, int kernelIndex) const {
          stage_);
   std::string list;
   for (const persist::Product &pr : products) list += fmt::format("{}{{{}, {}}}", list.empty() ? "" : ", ", pr.outputs, pr.reduce);
-  if (products.empty()) w.line("const rnnc::persist::Loop loop{{nullptr, 0, {}, sizeof(real)}};", s_.kernels.size());
-  else {
+  const int64_t unit = unitWidth(p_, stage_);
+  if (!products.empty())
     w.line("static const rnnc::persist::Product products[] = {{{}}}; // {{outputs, reduce}} of each product", list);
-    w.line("const rnnc::persist::Loop loop{{products, {}, {}, sizeof(real)}};", products.size(), s_.kernels.size());
-  }
+  w.line("// {{products, count, launches a step, bytes of a real, grid barriers a step, units}}");
+  w.line("const rnnc::persist::Loop loop{{{}, {}, {}, sizeof(real), {}, {}}};", products.empty() ? "nullptr" : "products",
+         products.size(), s_.kernels.size(), gridBarriers(p_, stage_), unit);
   w.line("const rnnc::persist::Choice c = persistent_choice(kernel_[{}], \"stage {}\", loop, B);", kernelIndex, stage_);
   w.open("if (c.grid) {{");
   w.line("unsigned *barrier = ws.grid_barrier + {};", 2 * stage_);
@@ -258,8 +390,7 @@ constexpr int64_t kShownBatches[] = {1, 4, 16, 64, 256};
 constexpr int64_t kH100SharedPerSm = 228 << 10;
 
 /// The choice on an H100 (rnnc/persistent.h's h100()): blocks of 256 threads, 8 a multiprocessor at most.
-persist::Choice chooseOnH100(const std::vector<persist::Product> &products, int kernels, int64_t realBytes, int64_t B) {
-  const persist::Loop loop{products.data(), static_cast<int>(products.size()), kernels, realBytes};
+persist::Choice chooseOnH100(const persist::Loop &loop, int64_t B) {
   return persist::choose(loop, persist::h100(), B, persist::Mode::Auto, [](int64_t shared) {
     return static_cast<int>(std::min<int64_t>(8, shared ? kH100SharedPerSm / shared : 8));
   });
@@ -294,10 +425,17 @@ std::string CudaPersistPrinter::loopsText(const Program &p) {
       out += fmt::format("; no persistent variant: {}\n", why);
       continue;
     }
-    out += fmt::format("; {}: no launch and no weight read a step, {} grid barrier{} a step\n", kernelName(stage),
-                       st.kernels.size(), st.kernels.size() == 1 ? "" : "s");
+    std::string whyNot;
+    const int64_t unit = unitWidth(p, stage, &whyNot);
+    const int barriers = gridBarriers(p, stage);
+    out += fmt::format("; {}: no launch and no weight read a step, {} grid barrier{} a step, ", kernelName(stage), barriers,
+                       barriers == 1 ? "" : "s");
+    out += unit ? fmt::format("each block owning units of {}\n", unit)
+                : fmt::format("each block a slice of each product (not by units: {})\n", whyNot);
+    const persist::Loop loop{products.data(), static_cast<int>(products.size()), static_cast<int>(st.kernels.size()),
+                             realBytes, barriers, unit};
     for (int64_t B : kShownBatches) {
-      const persist::Choice c = chooseOnH100(products, static_cast<int>(st.kernels.size()), realBytes, B);
+      const persist::Choice c = chooseOnH100(loop, B);
       if (c.grid)
         out += fmt::format("    B = {}: persistent, {} blocks, {} bytes of shared memory each: {}\n", B, c.grid, c.shared, c.why);
       else out += fmt::format("    B = {}: step by step: {}\n", B, c.why);
@@ -324,13 +462,20 @@ nlohmann::json CudaPersistPrinter::loopsJson(const Program &p) {
       loop["persistent"] = nullptr;
       loop["why_not"] = why;
     } else {
+      std::string whyNot;
+      const int64_t unit = unitWidth(p, stage, &whyNot);
+      const int barriers = gridBarriers(p, stage);
       loop["persistent"] = {{"kernel", kernelName(stage)},
                             {"launches_per_step", 0},
                             {"weight_bytes_per_step", 0},
-                            {"grid_barriers_per_step", st.kernels.size()}};
+                            {"grid_barriers_per_step", barriers},
+                            {"units", unit}};
+      if (!unit) loop["persistent"]["why_not_units"] = whyNot;
+      const persist::Loop shape{products.data(), static_cast<int>(products.size()), static_cast<int>(st.kernels.size()),
+                                realBytes, barriers, unit};
       nlohmann::json choices = nlohmann::json::array();
       for (int64_t B : kShownBatches) {
-        const persist::Choice c = chooseOnH100(products, static_cast<int>(st.kernels.size()), realBytes, B);
+        const persist::Choice c = chooseOnH100(shape, B);
         choices.push_back({{"batch", B},
                            {"variant", c.grid ? "persistent" : "stepwise"},
                            {"grid", c.grid},

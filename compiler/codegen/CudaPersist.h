@@ -1,10 +1,13 @@
 // Persistent loops on the GPU (docs/cuda.md#persistent-loops): a recurrent
 // loop stage as one cooperative kernel for all T steps. Each block keeps its
 // slice of every product's weights (rows of W for a Gemm, columns for a
-// GemmT) in shared memory, loaded once; each step it computes its slice of
-// the products, runs the fused kernels' bodies (their <name>_step device
-// functions) over the step's rows like any block of their grid, and the
-// blocks meet at a grid barrier after each kernel. The host picks this or
+// GemmT) in shared memory, loaded once. Where the step is local to units
+// (unitWidth) a block owns a slice of the hidden units: every product's rows
+// that feed them (an LSTM's i, f, g, o rows of unit j), the fused kernels'
+// elements of them (<name>_units), a grid barrier before each product only.
+// Elsewhere it computes its slice of each product's outputs, runs the fused
+// kernels' bodies (<name>_step) over the step's rows like any block of their
+// grid, and the blocks meet at a grid barrier after each kernel. The host picks this or
 // the step-by-step launches at run time (rnnc/persistent.h's cost model).
 #pragma once
 
@@ -29,6 +32,15 @@ public:
   /// Whether fused kernel `kernel` runs in a stage that has a persistent
   /// variant (it is then printed as a <name>_step device function too).
   static bool inPersistentStage(const Program &p, int kernel);
+  /// U where the loop's step is local to units (each element i of its sweeps
+  /// reads what the loop writes only at elements of unit i mod U, and no two
+  /// of its values share memory): each block then owns a slice of the units,
+  /// their rows of every product, and meets the others only before a product.
+  /// 0 where not (or U < 16), and `why`.
+  static int64_t unitWidth(const Program &p, int stage, std::string *why = nullptr);
+  /// Grid barriers a step of the persistent kernel: one a product where
+  /// blocks own units, one a kernel where not.
+  static int gridBarriers(const Program &p, int stage);
   /// "persist_<stage>".
   static std::string kernelName(int stage);
   /// The device helpers every persistent kernel uses: the block's slice of a

@@ -304,6 +304,19 @@ std::string CudaPrinter::elementLoop(int64_t n, const std::string &indent, const
   if (flat_ && vector_ > 1) // the thread's elements, from i0
     return fmt::format("{}#pragma unroll\n{}for (int i = 0; i < {}; ++i) {{\n", indent, indent, vector_);
   if (flat_) return indent + "{\n"; // i is the thread's element
+  if (unit_) { // every row's elements of the block's units, in each piece of the unit width
+    const int64_t pieces = n / unit_;
+    if (pieces == 1)
+      return fmt::format("{0}for (int64_t e = threadIdx.x; e < (r1 - r0) * units.count; e += blockDim.x) {{\n"
+                         "{0}  const int64_t r = r0 + e / units.count, i = units.first + e % units.count;\n",
+                         indent) +
+             unitRows_;
+    return fmt::format("{0}for (int64_t e = threadIdx.x; e < (r1 - r0) * {1} * units.count; e += blockDim.x) {{\n"
+                       "{0}  const int64_t r = r0 + e / ({1} * units.count), o = e % ({1} * units.count),\n"
+                       "{0}                i = o / units.count * {2} + units.first + o % units.count;\n",
+                       indent, pieces, unit_) +
+           unitRows_;
+  }
   return fmt::format("{}for (int64_t i = threadIdx.x; i < {}; i += blockDim.x) {{\n", indent, n);
 }
 
@@ -432,6 +445,47 @@ std::string CudaPrinter::stepKernel(const KernelIR &k) {
                      threadsOf(k), k.name, portType(p_));
 }
 
+std::string CudaPrinter::unitsKernel(const KernelIR &k, int64_t unit) {
+  RNNC_ASSERT(!isHalf(p_.dtype), "16-bit loops are not persistent");
+  std::string out = fmt::format("// {0}_units: {0}'s step for the units of a persistent loop's block (docs/cuda.md#persistent-loops):\n"
+                                "// every row, the elements of its units in each piece of {1}.\n",
+                                k.name, unit) +
+                    equationsComment(k) +
+                    fmt::format("__device__ void {}_units(const Workspace &ws, const {} *__restrict__ P, int64_t B, int64_t r0,\n"
+                                "    int64_t r1, Slice units) {{\n",
+                                k.name, portType(p_));
+  // The sweeps of every row, then (--lengths) those of the rows past their end, a
+  // block barrier between two sweeps: each reads only what its block's threads wrote.
+  bool first = true;
+  auto pass = [&](const std::vector<Sweep> &list, const char *skip) {
+    for (const Sweep &s : list) {
+      std::set<std::pair<int, int32_t>> pointers;
+      std::set<int> written;
+      for (const Instr &in : s.body) {
+        for (const Operand &o : in.args)
+          if (o.kind == Operand::Kind::Load) pointers.insert({o.buffer, o.delay});
+        if (in.store >= 0) pointers.insert({in.store, 0}), written.insert(in.store);
+      }
+      unitRows_ = skip;
+      for (auto [buffer, delay] : pointers) {
+        const Buffer &b = p_.buffers[buffer];
+        unitRows_ += fmt::format("    {}{} *__restrict__ {} = ws.{} + {};\n", delay == 0 && written.count(buffer) ? "" : "const ",
+                                 elementType(b), rowPointer(buffer, delay), b.name, rowOffset(b, delay, "r"));
+      }
+      if (!first) out += "  __syncthreads(); // the sweep before wrote what this one reads\n";
+      first = false;
+      out += sweep(s, "  ");
+    }
+  };
+  unit_ = unit;
+  pass(k.sweeps, k.foldsStopped ? "    if (r / B >= ws.lengths[r % B]) continue; // past its end: below\n" : "");
+  if (k.foldsStopped)
+    pass(k.stopped, "    if (r / B < ws.lengths[r % B]) continue; // running: above\n");
+  unit_ = 0;
+  unitRows_.clear();
+  return out + "}\n";
+}
+
 std::string CudaPrinter::libraryKernel(const KernelIR &) { RNNC_UNREACHABLE("library kernels are host calls on CUDA"); }
 
 std::vector<std::string> cudaKernelNames(const Program &p) {
@@ -511,7 +565,12 @@ std::string printCudaKernels(const Program &p, const SourceManager &sm) {
     if (p.kernels[k].kind == KernelIR::Kind::Fused)
       out += (CudaPersistPrinter::inPersistentStage(p, static_cast<int>(k)) ? printer.stepKernel(p.kernels[k])
                                                                              : printer.kernel(p.kernels[k])) + "\n";
-  // Loops that may run persistent: one cooperative kernel each, calling the step functions above.
+  // Loops that may run persistent: one cooperative kernel each, calling the step functions above
+  // or, where blocks own units, these.
+  for (size_t s = 0; s < p.stages.size(); ++s)
+    if (const int64_t unit = CudaPersistPrinter::unitWidth(p, static_cast<int>(s)))
+      for (int k : p.stages[s].kernels)
+        if (p.kernels[k].kind == KernelIR::Kind::Fused) out += printer.unitsKernel(p.kernels[k], unit) + "\n";
   for (size_t s = 0; s < p.stages.size(); ++s)
     if (CudaPersistPrinter::persistent(p, static_cast<int>(s)))
       out += CudaPersistPrinter(p, sm, static_cast<int>(s)).kernel() + "\n";

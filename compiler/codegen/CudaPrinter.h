@@ -30,6 +30,10 @@ public:
   /// body as the __device__ function <name>_step, which the persistent kernel
   /// calls every step, and the __global__ <name> that calls it once.
   std::string stepKernel(const KernelIR &k);
+  /// The same kernel's step for one block of a persistent loop whose blocks
+  /// own units of width `unit` (CudaPersist.h's unitWidth): the __device__
+  /// <name>_units, every row's elements of the block's units.
+  std::string unitsKernel(const KernelIR &k, int64_t unit);
 
 protected:
   std::string fusedKernel(const KernelIR &k) override;
@@ -46,6 +50,8 @@ private:
   bool flat_ = false; // printing a flat kernel: i is the thread's element
   bool step_ = false; // printing the body as a __device__ function (stepKernel)
   int vector_ = 1;    // elements per thread of the flat kernel being printed
+  int64_t unit_ = 0;  // printing a <name>_units: the unit width
+  std::string unitRows_; // ... and the row pointers of the sweep being printed
 };
 
 /// The device code of a program: the prelude (real, math, block reductions,

@@ -224,15 +224,19 @@ MUTANTS = [
     ("lstm", [], "a workspace 8 bytes off its 16-byte alignment", None, None, (), {"RNNC_EMULATOR_MISALIGN": "8"}),
     ("lstm", [], "the entry points' alignment check removed, the workspace 8 bytes off: a vector load faults",
      replace("!check_aligned(mem, params)", "false"), None, (), {"RNNC_EMULATOR_MISALIGN": "8"}),
-    # Persistent loops (docs/cuda.md#persistent-loops): each grid barrier of a step is needed.
-    ("lstm", [], "forward's persistent loop without the grid barrier between the product and the cell",
+    # Persistent loops (docs/cuda.md#persistent-loops): each barrier of a step is needed. The LSTM's
+    # blocks own units (a grid barrier before each product, a block barrier before each cell); the
+    # layer-norm LSTM's own slices of each kernel (a grid barrier after each).
+    ("lstm", [], "forward's persistent loop without the grid barrier before its product",
      delete_nth("grid_sync(barrier);", 0), None, (), PERSISTENT),
-    ("lstm", [], "forward's persistent loop without the grid barrier that ends a step",
+    ("lstm", [], "backward's persistent loop without the grid barrier before its product",
      delete_nth("grid_sync(barrier);", 1), None, (), PERSISTENT),
-    ("lstm", [], "backward's persistent loop without the grid barrier between the cell and the product",
-     delete_nth("grid_sync(barrier);", 2), None, (), PERSISTENT),
+    ("lstm", [], "forward's persistent loop without the block barrier between its product and its cell",
+     delete_nth("__syncthreads(); // what the block wrote, before its units read it", 0), None, (), PERSISTENT),
+    ("layernorm_lstm", [], "a persistent loop whose blocks own slices, without the grid barrier after its product",
+     delete_nth("grid_sync(barrier);", 0), None, (), PERSISTENT),
     ("lstm", [], "a persistent block of backward loading W's first columns, not its own",
-     replace("W[j * outputs + s.first + o]", "W[j * outputs + o]"), None, (), PERSISTENT),
+     replace("W[j * outputs + row]", "W[j * outputs + o]"), None, (), PERSISTENT),
     ("lstm", [], "a persistent kernel whose blocks all wait at a grid barrier but one",
      replace("__device__ __forceinline__ void grid_sync(unsigned *) { rnnc_emulator::grid_sync(); }",
              "__device__ __forceinline__ void grid_sync(unsigned *) { if (blockIdx.x) rnnc_emulator::grid_sync(); }"),

@@ -1,7 +1,7 @@
 // Which way a recurrent loop runs on a GPU (docs/cuda.md#persistent-loops):
 // persistent, one cooperative kernel for all T steps whose blocks keep the
-// loop's weights in shared memory and meet at a grid barrier between the
-// kernels of a step, or step by step, a launch per kernel per step (cuBLAS
+// loop's weights in shared memory and meet at grid barriers (one a product
+// where each block owns units, one a kernel where not), or step by step, a launch per kernel per step (cuBLAS
 // for the products). The generated host code asks at run time, with the
 // device it runs on; `rnnc show --schedule --target cuda` asks with an H100.
 // Plain C++: no CUDA header.
@@ -31,13 +31,25 @@ struct Product {
 };
 
 /// A loop as the choice sees it: its products, the kernels of one step
-/// (products and fused kernels), and the bytes of a real.
+/// (products and fused kernels: launches step by step), the bytes of a
+/// real, the persistent kernel's grid barriers a step, and its units: each
+/// block owns a slice of `units` (U) and of every product the rows p·U + u of
+/// its units u (an LSTM's i, f, g, o rows of unit u); 0 where the blocks own
+/// slices of each product's outputs instead (docs/cuda.md#persistent-loops).
 struct Loop {
   const Product *products = nullptr;
   int count = 0;
   int kernels = 0;
   int64_t realBytes = 4;
+  int barriers = 0;
+  int64_t units = 0;
 };
+
+/// The rows of product `p` a block owns with `grid` blocks: its units' in each
+/// piece of U, or its slice of the outputs.
+inline int64_t rowsPerBlock(const Loop &l, const Product &p, int64_t grid) {
+  return l.units ? p.outputs / l.units * ((l.units + grid - 1) / grid) : (p.outputs + grid - 1) / grid;
+}
 
 /// The choice: grid 0 means step by step; `why` says what decided it.
 struct Choice {
@@ -56,12 +68,11 @@ inline Mode modeFromEnvironment() {
   return Mode::Auto;
 }
 
-/// The shared memory a block needs with `grid` blocks: its slice of each
-/// product's outputs (at most ceil(outputs / grid)), every weight of those.
+/// The shared memory a block needs with `grid` blocks: every weight of the
+/// rows it owns (rowsPerBlock) of each product.
 inline int64_t sharedBytes(const Loop &l, int64_t grid) {
   int64_t bytes = 0;
-  for (int k = 0; k < l.count; ++k)
-    bytes += (l.products[k].outputs + grid - 1) / grid * l.products[k].reduce * l.realBytes;
+  for (int k = 0; k < l.count; ++k) bytes += rowsPerBlock(l, l.products[k], grid) * l.products[k].reduce * l.realBytes;
   return bytes;
 }
 
@@ -85,15 +96,15 @@ inline double stepwiseMicroseconds(const Loop &l, const Gpu &g, int64_t B) {
   return l.kernels * kLaunchUs + weights / kHbmBytesPerUs + fma / (g.sms * kFmaPerUsPerSm * kCublasEfficiency);
 }
 
-/// Persistent: a barrier after each kernel, every block reading the states
-/// its products multiply, the products' work spread over `grid` blocks.
+/// Persistent: its grid barriers, every block reading the states its
+/// products multiply, the products' work spread over `grid` blocks.
 inline double persistentMicroseconds(const Loop &l, int64_t grid, int64_t B) {
   double reads = 0, fma = 0;
   for (int k = 0; k < l.count; ++k) {
     reads += double(grid) * double(B) * double(l.products[k].reduce) * double(l.realBytes);
-    fma += double(B) * double((l.products[k].outputs + grid - 1) / grid) * double(l.products[k].reduce);
+    fma += double(B) * double(rowsPerBlock(l, l.products[k], grid)) * double(l.products[k].reduce);
   }
-  return l.kernels * kGridBarrierUs + std::max(reads / kL2BytesPerUs, fma / (kFmaPerUsPerSm * kPersistentEfficiency));
+  return l.barriers * kGridBarrierUs + std::max(reads / kL2BytesPerUs, fma / (kFmaPerUsPerSm * kPersistentEfficiency));
 }
 
 /// Persistent or step by step, for B sequences on `g`. `blocksPerSm(shared)`
@@ -105,8 +116,8 @@ inline Choice choose(const Loop &l, const Gpu &g, int64_t B, Mode mode, Occupanc
   if (!g.cooperative || g.sms < 1) return {0, 0, "the device has no cooperative launch"};
   int64_t widest = 1;
   for (int k = 0; k < l.count; ++k) widest = std::max(widest, l.products[k].outputs);
-  // One block per multiprocessor, no more blocks than the widest product has outputs.
-  const int64_t grid = std::min<int64_t>(g.sms, widest);
+  // One block per multiprocessor, no more blocks than there are units (or outputs of the widest product).
+  const int64_t grid = std::min<int64_t>(g.sms, l.units ? l.units : widest);
   const int64_t shared = sharedBytes(l, grid);
   if (shared > g.sharedPerBlock) return {0, shared, "its weights do not fit in shared memory"};
   if (blocksPerSm(shared) < 1) return {0, shared, "a block with its weights does not fit on a multiprocessor"};
