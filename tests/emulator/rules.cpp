@@ -4,11 +4,14 @@
 // order nothing; memory comes 256-byte aligned and full of NaNs; the blocks
 // of a grid do not run in order; captures refuse what CUDA refuses; a
 // block's threads meet at __syncthreads and exchange through warp shuffles,
-// a cooperative launch's blocks at the grid barrier. Built
+// a cooperative launch's blocks at the grid barrier; the runtime's choice of
+// a persistent loop asks the device once per kernel. Built
 // twice (tests/emulator/CMakeLists.txt): as is, and with
 // CUDA_API_PER_THREAD_DEFAULT_STREAM. Exit 0 when every rule holds.
+#define RNNC_CUDA_EMULATOR // rnnc/cuda.h's emulated branches, as a bundle builds
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+#include <rnnc/cuda.h>
 
 #include <cmath>
 #include <cstdio>
@@ -159,6 +162,21 @@ void threadRules() {
   expect(waited, "a cooperative launch's blocks all reach the grid barrier before any goes on");
 }
 
+// The choice of a persistent loop (rnnc/cuda.h): the device's attributes and
+// the kernel's occupancy asked at the first call, not at every forward.
+void persistentChoice() {
+  rnnc::persist::Product products[] = {{512, 128}};
+  const rnnc::persist::Loop loop{products, 1, 2, sizeof(double), 1, 128};
+  const void *kernel = reinterpret_cast<const void *>(&gridSum);
+  const int before = rnnc_emulator::deviceQueries();
+  const rnnc::persist::Choice first = rnnc::cuda::persistent_choice(kernel, "rules", loop, 4);
+  const int asked = rnnc_emulator::deviceQueries() - before;
+  const rnnc::persist::Choice again = rnnc::cuda::persistent_choice(kernel, "rules", loop, 16);
+  expect(asked > 0 && rnnc_emulator::deviceQueries() - before == asked && first.grid == again.grid &&
+             first.shared == again.shared,
+         "persistent_choice asks the device once per kernel");
+}
+
 void captureRules() {
   cudaStream_t blocking, quiet;
   cudaStreamCreateWithFlags(&blocking, cudaStreamDefault);
@@ -216,6 +234,7 @@ int main() {
   allocation();
   blockOrder();
   threadRules();
+  persistentChoice();
   captureRules();
   std::printf("%d rule(s) broken\n", failures);
   return failures ? 1 : 0;

@@ -219,30 +219,63 @@ inline bool launch_cooperative(const void *kernel, const char *what, unsigned gr
 #endif
 }
 
+/// What persistent_choice learned of a device and a persistent kernel: the
+/// device's attributes, and how many blocks with `bytes` of dynamic shared
+/// memory a multiprocessor holds (after allowing the kernel that much).
+struct PersistentKnown {
+  int device = 0;
+  const void *kernel = nullptr;
+  persist::Gpu gpu;
+  int64_t bytes = -1; // -1: no occupancy asked yet
+  int blocks = 0;
+};
+
 /// Whether the persistent kernel `kernel` (256 threads a block) runs loop `l`
 /// for B sequences on this device (persist::choose), and with what grid and
 /// shared memory; grid 0: step by step. Allows the kernel the shared memory
-/// it needs. With RNNC_LOOP_REPORT set, says on stderr what it chose and why.
+/// it needs. The device's attributes and the kernel's occupancy are asked
+/// once per device and kernel (every forward and backward calls this). With
+/// RNNC_LOOP_REPORT set, says on stderr what it chose and why.
 inline persist::Choice persistent_choice(const void *kernel, const char *what, const persist::Loop &l, int64_t B) {
-  int device = 0, sms = 0, cooperative = 0, shared = 0;
+  static std::mutex mutex;
+  static std::vector<PersistentKnown> known;
   persist::Choice c;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&shared, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess) {
+  PersistentKnown k;
+  bool found = false;
+  if (cudaGetDevice(&k.device) != cudaSuccess) {
     cudaGetLastError(); // step by step, whose launches say what is wrong
     c.why = "the device's attributes could not be read";
   } else {
-    const persist::Gpu g{sms, shared, cooperative != 0};
-    c = persist::choose(l, g, B, persist::modeFromEnvironment(), [&](int64_t bytes) {
-      int blocks = 0;
-      if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)) != cudaSuccess ||
-          cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, 256, static_cast<size_t>(bytes)) != cudaSuccess) {
-        cudaGetLastError();
-        return 0;
-      }
-      return blocks;
-    });
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      for (const PersistentKnown &x : known)
+        if (x.device == k.device && x.kernel == kernel) k = x, found = true;
+    }
+    int sms = 0, cooperative = 0, shared = 0;
+    if (!found && (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, k.device) != cudaSuccess ||
+                   cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, k.device) != cudaSuccess ||
+                   cudaDeviceGetAttribute(&shared, cudaDevAttrMaxSharedMemoryPerBlockOptin, k.device) != cudaSuccess)) {
+      cudaGetLastError();
+      c.why = "the device's attributes could not be read";
+    } else {
+      if (!found) k.kernel = kernel, k.gpu = persist::Gpu{sms, shared, cooperative != 0};
+      c = persist::choose(l, k.gpu, B, persist::modeFromEnvironment(), [&](int64_t bytes) {
+        if (bytes == k.bytes) return k.blocks;
+        int blocks = 0;
+        if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)) != cudaSuccess ||
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, 256, static_cast<size_t>(bytes)) != cudaSuccess) {
+          cudaGetLastError();
+          blocks = 0;
+        }
+        k.bytes = bytes, k.blocks = blocks;
+        return blocks;
+      });
+      std::lock_guard<std::mutex> lock(mutex);
+      bool stored = false;
+      for (PersistentKnown &x : known)
+        if (x.device == k.device && x.kernel == kernel) x = k, stored = true;
+      if (!stored) known.push_back(k);
+    }
   }
   if (std::getenv("RNNC_LOOP_REPORT")) {
     if (c.grid)

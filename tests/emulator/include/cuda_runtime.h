@@ -217,7 +217,16 @@ inline cudaError_t cudaGetDevice(int *d) {
   *d = 0;
   return cudaSuccess;
 }
+namespace rnnc_emulator {
+/// Device attributes and occupancies asked so far (the rules check that a
+/// bundle asks them once per kernel, not every call).
+inline int &deviceQueries() {
+  static int n = 0;
+  return n;
+}
+} // namespace rnnc_emulator
 inline cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr a, int) {
+  ++rnnc_emulator::deviceQueries();
   const rnnc_emulator::Limits &l = rnnc_emulator::limits();
   switch (a) {
   case cudaDevAttrMultiProcessorCount: *value = l.sms; break;
@@ -240,6 +249,7 @@ inline cudaError_t cudaFuncSetAttribute(const void *kernel, cudaFuncAttribute a,
 }
 inline cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, const void *kernel, int threads,
                                                                  size_t dynamicBytes) {
+  ++rnnc_emulator::deviceQueries();
   if (threads <= 0 || dynamicBytes > rnnc_emulator::dynamicLimit(kernel)) return *blocks = 0, cudaSuccess;
   *blocks = rnnc_emulator::blocksPerSm(static_cast<unsigned>(threads), dynamicBytes);
   return cudaSuccess;
