@@ -207,6 +207,28 @@ int64_t CudaPersistPrinter::unitWidth(const Program &p, int stage, std::string *
     });
   }
   if (!reason.empty()) return no(reason);
+  // Between two grid barriers a block may run ahead into the fused kernels after a
+  // product (cyclically: the next step's kernels before it) while others still read
+  // the product's input: none of those may write the rows it reads. A buffer with a
+  // row per step is safe; a ring is where the writer runs in the same step (its slot
+  // is t, the product's t - delay); one step's rows never are.
+  const size_t n = st.kernels.size();
+  for (size_t i = 0; i < n; ++i) {
+    const KernelIR &product = p.kernels[st.kernels[i]];
+    if (!isProduct(product)) continue;
+    const Buffer &in = p.buffers[product.a];
+    if (in.rowsPerStep() == 1) continue;
+    for (size_t j = (i + 1) % n; j != i && !isProduct(p.kernels[st.kernels[j]]); j = (j + 1) % n) {
+      const bool sameStepRing = in.ring && j > i && product.aDelay % in.ring != 0;
+      forEachSweep(p.kernels[st.kernels[j]], [&](const Sweep &s) {
+        for (const Instr &instr : s.body)
+          if (instr.store == product.a && !sameStepRing)
+            reason = fmt::format("{} writes {} while other blocks' {} may still read it", p.kernels[st.kernels[j]].name,
+                                 in.name, product.name);
+      });
+    }
+  }
+  if (!reason.empty()) return no(reason);
   // Blocks synchronize only at the products: no two values of the loop may share memory.
   std::set<int> used = written;
   for (int k : st.kernels) {
