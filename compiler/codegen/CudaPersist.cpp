@@ -121,8 +121,8 @@ __device__ __forceinline__ int64_t running_rows(const int32_t *lengths, int64_t 
 } // namespace
 
 CudaPersistPrinter::CudaPersistPrinter(const Program &p, const SourceManager &sm, int stage)
-    : p_(p), sm_(sm), stage_(stage), s_(p.stages[stage]) {
-  RNNC_ASSERT(persistent(p, stage), "not a stage with a persistent variant");
+    : p_(p), sm_(sm), stage_(stage), s_(p.stages[stage]), shape_(shape(p, stage)) {
+  RNNC_ASSERT(shape_.persistent(), "not a stage with a persistent variant");
 }
 
 bool CudaPersistPrinter::persistent(const Program &p, int stage, std::string *why) {
@@ -264,28 +264,38 @@ bool CudaPersistPrinter::inPersistentStage(const Program &p, int kernel) {
   return false;
 }
 
-int CudaPersistPrinter::gridBarriers(const Program &p, int stage) {
-  const StageIR &st = p.stages[stage];
-  if (!unitWidth(p, stage)) return static_cast<int>(st.kernels.size());
-  int products = 0;
-  for (int k : st.kernels) products += isProduct(p.kernels[k]);
-  return products;
-}
-
 std::string CudaPersistPrinter::kernelName(int stage) { return fmt::format("persist_{}", stage); }
 
 std::string CudaPersistPrinter::devicePrelude(const Program &p) {
   return std::string(kPersistPrelude) + (p.hasLengths ? kRunningRows : "");
 }
 
-std::vector<persist::Product> CudaPersistPrinter::products(const Program &p, int stage) {
-  std::vector<persist::Product> out;
-  for (int k : p.stages[stage].kernels) {
+CudaPersistPrinter::Shape CudaPersistPrinter::shape(const Program &p, int stage) {
+  const StageIR &st = p.stages[stage];
+  Shape sh;
+  int fused = 0;
+  for (int k : st.kernels) {
     const KernelIR &kernel = p.kernels[k];
-    if (kernel.kind == KernelIR::Kind::Gemm) out.push_back({kernel.rows, kernel.cols});
-    else if (kernel.kind == KernelIR::Kind::GemmT) out.push_back({kernel.cols, kernel.rows});
+    if (kernel.kind == KernelIR::Kind::Gemm) sh.products.push_back({kernel.rows, kernel.cols});
+    else if (kernel.kind == KernelIR::Kind::GemmT) sh.products.push_back({kernel.cols, kernel.rows});
+    else ++fused;
   }
-  return out;
+  sh.launches = static_cast<int>(st.kernels.size());
+  sh.realBytes = p.dtype == DType::F64 ? 8 : isHalf(p.dtype) ? 2 : 4;
+  if (!persistent(p, stage, &sh.whyNot)) return sh;
+  sh.unit = unitWidth(p, stage, &sh.whyNotUnits);
+  sh.barriers = sh.unit ? static_cast<int>(sh.products.size()) : sh.launches;
+  return sh;
+}
+
+int64_t CudaPersistPrinter::Shape::stepwiseWeightBytes() const {
+  int64_t bytes = 0;
+  for (const persist::Product &pr : products) bytes += pr.outputs * pr.reduce * realBytes;
+  return bytes;
+}
+
+persist::Loop CudaPersistPrinter::Shape::loop() const {
+  return {products.empty() ? nullptr : products.data(), static_cast<int>(products.size()), launches, realBytes, barriers, unit};
 }
 
 CudaPersistPrinter::Operands CudaPersistPrinter::operands(const KernelIR &k) const {
@@ -306,7 +316,7 @@ std::string CudaPersistPrinter::kernel() const {
   KernelIR all; // the equations of every kernel of the loop, for the comment
   for (int k : s_.kernels)
     for (const SourceRange &r : p_.kernels[k].equations) all.equations.push_back(r);
-  const int64_t unit = unitWidth(p_, stage_);
+  const int64_t unit = shape_.unit;
   w.line("// {}: stage {}'s loop, t = {}, as one cooperative kernel (docs/cuda.md#persistent-loops)", kernelName(stage_),
          stage_, s_.direction > 0 ? "0 .. T-1" : "T-1 .. 0");
   w.raw(CudaPrinter(p_, sm_).equationsComment(all));
@@ -376,7 +386,6 @@ std::string CudaPersistPrinter::kernel() const {
 }
 
 void CudaPersistPrinter::stageFunction(Writer &w, int kernelIndex) const {
-  const std::vector<persist::Product> products = CudaPersistPrinter::products(p_, stage_);
   w.line("/// Stage {}{}: a loop over time, t = {}: persistent ({}, one cooperative launch for all", stage_,
          s_.backward ? " (backward)" : "", s_.direction > 0 ? "0 .. T-1" : "T-1 .. 0", kernelName(stage_));
   w.line("/// T steps) where rnnc/persistent.h's choice says so, else its kernels step by step.");
@@ -384,13 +393,13 @@ void CudaPersistPrinter::stageFunction(Writer &w, int kernelIndex) const {
          "cublasHandle_t blas) {{",
          stage_);
   std::string list;
-  for (const persist::Product &pr : products) list += fmt::format("{}{{{}, {}}}", list.empty() ? "" : ", ", pr.outputs, pr.reduce);
-  const int64_t unit = unitWidth(p_, stage_);
-  if (!products.empty())
+  for (const persist::Product &pr : shape_.products)
+    list += fmt::format("{}{{{}, {}}}", list.empty() ? "" : ", ", pr.outputs, pr.reduce);
+  if (!list.empty())
     w.line("static const rnnc::persist::Product products[] = {{{}}}; // {{outputs, reduce}} of each product", list);
   w.line("// {{products, count, launches a step, bytes of a real, grid barriers a step, units}}");
-  w.line("const rnnc::persist::Loop loop{{{}, {}, {}, sizeof(real), {}, {}}};", products.empty() ? "nullptr" : "products",
-         products.size(), s_.kernels.size(), gridBarriers(p_, stage_), unit);
+  w.line("const rnnc::persist::Loop loop{{{}, {}, {}, sizeof(real), {}, {}}};", list.empty() ? "nullptr" : "products",
+         shape_.products.size(), shape_.launches, shape_.barriers, shape_.unit);
   w.line("const rnnc::persist::Choice c = persistent_choice(kernel_[{}], \"stage {}\", loop, B);", kernelIndex, stage_);
   w.open("if (c.grid) {{");
   w.line("unsigned *barrier = ws.grid_barrier + {};", 2 * stage_);
@@ -418,15 +427,6 @@ persist::Choice chooseOnH100(const persist::Loop &loop, int64_t B) {
   });
 }
 
-/// The weights one step of a loop reads from global memory step by step (each product's W).
-int64_t weightBytesPerStep(const std::vector<persist::Product> &products, int64_t realBytes) {
-  int64_t bytes = 0;
-  for (const persist::Product &pr : products) bytes += pr.outputs * pr.reduce * realBytes;
-  return bytes;
-}
-
-int64_t realBytesOf(const Program &p) { return p.dtype == DType::F64 ? 8 : isHalf(p.dtype) ? 2 : 4; }
-
 } // namespace
 
 std::string CudaPersistPrinter::loopsText(const Program &p) {
@@ -437,27 +437,19 @@ std::string CudaPersistPrinter::loopsText(const Program &p) {
     if (!st.loop) continue;
     any = true;
     const int stage = static_cast<int>(s);
-    const std::vector<persist::Product> products = CudaPersistPrinter::products(p, stage);
-    const int64_t realBytes = realBytesOf(p);
+    const Shape sh = shape(p, stage);
     out += fmt::format("  stage {}{}: step by step {} launch{} and {} bytes of weights read a step", s,
-                       st.backward ? " (backward)" : "", st.kernels.size(), st.kernels.size() == 1 ? "" : "es",
-                       weightBytesPerStep(products, realBytes));
-    std::string why;
-    if (!persistent(p, stage, &why)) {
-      out += fmt::format("; no persistent variant: {}\n", why);
+                       st.backward ? " (backward)" : "", sh.launches, sh.launches == 1 ? "" : "es", sh.stepwiseWeightBytes());
+    if (!sh.persistent()) {
+      out += fmt::format("; no persistent variant: {}\n", sh.whyNot);
       continue;
     }
-    std::string whyNot;
-    const int64_t unit = unitWidth(p, stage, &whyNot);
-    const int barriers = gridBarriers(p, stage);
-    out += fmt::format("; {}: no launch and no weight read a step, {} grid barrier{} a step, ", kernelName(stage), barriers,
-                       barriers == 1 ? "" : "s");
-    out += unit ? fmt::format("each block owning units of {}\n", unit)
-                : fmt::format("each block a slice of each product (not by units: {})\n", whyNot);
-    const persist::Loop loop{products.data(), static_cast<int>(products.size()), static_cast<int>(st.kernels.size()),
-                             realBytes, barriers, unit};
+    out += fmt::format("; {}: no launch and no weight read a step, {} grid barrier{} a step, ", kernelName(stage), sh.barriers,
+                       sh.barriers == 1 ? "" : "s");
+    out += sh.unit ? fmt::format("each block owning units of {}\n", sh.unit)
+                   : fmt::format("each block a slice of each product (not by units: {})\n", sh.whyNotUnits);
     for (int64_t B : kShownBatches) {
-      const persist::Choice c = chooseOnH100(loop, B);
+      const persist::Choice c = chooseOnH100(sh.loop(), B);
       if (c.grid)
         out += fmt::format("    B = {}: persistent, {} blocks, {} bytes of shared memory each: {}\n", B, c.grid, c.shared, c.why);
       else out += fmt::format("    B = {}: step by step: {}\n", B, c.why);
@@ -472,32 +464,23 @@ nlohmann::json CudaPersistPrinter::loopsJson(const Program &p) {
     const StageIR &st = p.stages[s];
     if (!st.loop) continue;
     const int stage = static_cast<int>(s);
-    const std::vector<persist::Product> products = CudaPersistPrinter::products(p, stage);
-    const int64_t realBytes = realBytesOf(p);
-    std::string why;
-    const bool has = persistent(p, stage, &why);
+    const Shape sh = shape(p, stage);
     nlohmann::json loop = {{"stage", stage},
                            {"backward", st.backward},
-                           {"stepwise", {{"launches_per_step", st.kernels.size()},
-                                         {"weight_bytes_per_step", weightBytesPerStep(products, realBytes)}}}};
-    if (!has) {
+                           {"stepwise", {{"launches_per_step", sh.launches}, {"weight_bytes_per_step", sh.stepwiseWeightBytes()}}}};
+    if (!sh.persistent()) {
       loop["persistent"] = nullptr;
-      loop["why_not"] = why;
+      loop["why_not"] = sh.whyNot;
     } else {
-      std::string whyNot;
-      const int64_t unit = unitWidth(p, stage, &whyNot);
-      const int barriers = gridBarriers(p, stage);
       loop["persistent"] = {{"kernel", kernelName(stage)},
                             {"launches_per_step", 0},
                             {"weight_bytes_per_step", 0},
-                            {"grid_barriers_per_step", barriers},
-                            {"units", unit}};
-      if (!unit) loop["persistent"]["why_not_units"] = whyNot;
-      const persist::Loop shape{products.data(), static_cast<int>(products.size()), static_cast<int>(st.kernels.size()),
-                                realBytes, barriers, unit};
+                            {"grid_barriers_per_step", sh.barriers},
+                            {"units", sh.unit}};
+      if (!sh.unit) loop["persistent"]["why_not_units"] = sh.whyNotUnits;
       nlohmann::json choices = nlohmann::json::array();
       for (int64_t B : kShownBatches) {
-        const persist::Choice c = chooseOnH100(shape, B);
+        const persist::Choice c = chooseOnH100(sh.loop(), B);
         choices.push_back({{"batch", B},
                            {"variant", c.grid ? "persistent" : "stepwise"},
                            {"grid", c.grid},

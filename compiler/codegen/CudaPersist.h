@@ -38,16 +38,28 @@ public:
   /// their rows of every product, and meets the others only before a product.
   /// 0 where not (or U < 16), and `why`.
   static int64_t unitWidth(const Program &p, int stage, std::string *why = nullptr);
-  /// Grid barriers a step of the persistent kernel: one a product where
-  /// blocks own units, one a kernel where not.
-  static int gridBarriers(const Program &p, int stage);
   /// "persist_<stage>".
   static std::string kernelName(int stage);
   /// The device helpers every persistent kernel uses: the block's slice of a
   /// product, the weights' load, the product, the grid barrier.
   static std::string devicePrelude(const Program &p);
-  /// The loop as rnnc/persistent.h's choice sees it: its products and kernels.
-  static std::vector<persist::Product> products(const Program &p, int stage);
+  /// A loop stage as rnnc/persistent.h's choice, the stage function and the
+  /// reports see it, computed once (shape()).
+  struct Shape {
+    std::vector<persist::Product> products; // {outputs, reduce} of each product
+    int launches = 0;                        // kernels a step, step by step
+    int64_t realBytes = 0;
+    std::string whyNot;                      // why no persistent variant; empty where there is one
+    int64_t unit = 0;                        // unitWidth; 0 where blocks own slices of each product
+    std::string whyNotUnits;
+    int barriers = 0; // grid barriers a step: one a product by units, one a kernel not
+    bool persistent() const { return whyNot.empty(); }
+    /// The weights one step reads from global memory step by step (each product's W).
+    int64_t stepwiseWeightBytes() const;
+    /// What the cost model reads; points into `products`.
+    persist::Loop loop() const;
+  };
+  static Shape shape(const Program &p, int stage);
 
   /// The __global__ persist_<stage>, with the comment naming its equations.
   std::string kernel() const;
@@ -74,6 +86,7 @@ private:
   const SourceManager &sm_;
   int stage_;
   const StageIR &s_;
+  Shape shape_;
 };
 
 } // namespace rnnc::codegen

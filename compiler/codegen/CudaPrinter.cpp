@@ -343,6 +343,12 @@ std::string CudaPrinter::storeTarget(int buffer) const {
   return CPrinter::storeTarget(buffer);
 }
 
+std::string CudaPrinter::rowDeclaration(int buffer, int32_t delay, bool store, const std::string &plus) const {
+  const Buffer &b = p_.buffers[buffer];
+  return fmt::format("    {}{} *__restrict__ {} = ws.{} + {}{};\n", store ? "" : "const ", elementType(b), rowPointer(buffer, delay),
+                     b.name, rowOffset(b, delay, "r"), plus);
+}
+
 std::string CudaPrinter::math(const char *name) const { return std::string("math::") + name; }
 
 std::string CudaPrinter::fusedKernel(const KernelIR &k) {
@@ -366,12 +372,9 @@ std::string CudaPrinter::fusedKernel(const KernelIR &k) {
       if (o.kind == Operand::Kind::Load && o.scalar) scalarRows.insert({o.buffer, o.delay});
   std::string rows;
   for (auto [buffer, delay] : pointers) {
-    const Buffer &b = p_.buffers[buffer];
     bool store = delay == 0 && written.count(buffer);
-    std::string at = fmt::format("ws.{} + {}", b.name, rowOffset(b, delay, "r"));
     const bool scalarRow = scalarRows.count({buffer, delay}) > 0;
-    rows += fmt::format("    {}{} *__restrict__ {} = {};\n", store ? "" : "const ", elementType(b), rowPointer(buffer, delay),
-                        vector && !scalarRow ? at + " + i0" : at);
+    rows += rowDeclaration(buffer, delay, store, vector && !scalarRow ? " + i0" : "");
   }
   if (flat_) {
     int64_t w = k.sweeps[0].width / vector_;
@@ -467,11 +470,7 @@ std::string CudaPrinter::unitsKernel(const KernelIR &k, int64_t unit) {
         if (in.store >= 0) pointers.insert({in.store, 0}), written.insert(in.store);
       }
       unitRows_ = skip;
-      for (auto [buffer, delay] : pointers) {
-        const Buffer &b = p_.buffers[buffer];
-        unitRows_ += fmt::format("    {}{} *__restrict__ {} = ws.{} + {};\n", delay == 0 && written.count(buffer) ? "" : "const ",
-                                 elementType(b), rowPointer(buffer, delay), b.name, rowOffset(b, delay, "r"));
-      }
+      for (auto [buffer, delay] : pointers) unitRows_ += rowDeclaration(buffer, delay, delay == 0 && written.count(buffer), "");
       if (!first) out += "  __syncthreads(); // the sweep before wrote what this one reads\n";
       first = false;
       out += sweep(s, "  ");
@@ -568,7 +567,7 @@ std::string printCudaKernels(const Program &p, const SourceManager &sm) {
   // Loops that may run persistent: one cooperative kernel each, calling the step functions above
   // or, where blocks own units, these.
   for (size_t s = 0; s < p.stages.size(); ++s)
-    if (const int64_t unit = CudaPersistPrinter::unitWidth(p, static_cast<int>(s)))
+    if (const int64_t unit = CudaPersistPrinter::shape(p, static_cast<int>(s)).unit)
       for (int k : p.stages[s].kernels)
         if (p.kernels[k].kind == KernelIR::Kind::Fused) out += printer.unitsKernel(p.kernels[k], unit) + "\n";
   for (size_t s = 0; s < p.stages.size(); ++s)

@@ -47,6 +47,8 @@ protected:
 
 private:
   std::string vectorName(const Operand &o) const;
+  /// "const real *__restrict__ <row pointer> = ws.<buffer> + <row offset><plus>;" (no const where stored).
+  std::string rowDeclaration(int buffer, int32_t delay, bool store, const std::string &plus) const;
   bool flat_ = false; // printing a flat kernel: i is the thread's element
   bool step_ = false; // printing the body as a __device__ function (stepKernel)
   int vector_ = 1;    // elements per thread of the flat kernel being printed

@@ -8,6 +8,7 @@ else Sandybridge), so that a machine of one kind catches what another would
 hit. The dims are large enough that the products are cut into many tiles
 (rnnc/cpu.h, gemm_tiles), and one case has a single sequence (B = 1: the
 matrix-vector path)."""
+import atexit
 import os
 import subprocess
 
@@ -96,6 +97,7 @@ def case(rnnc, cache, name, size, T, B, dtype):
 
 def cases(rnnc):
     cache = nl.scratch("threads-cache")
+    atexit.register(nl.cleanup, cache)
     samples = sorted(f[:-4] for f in os.listdir(SAMPLES) if f.endswith(".rnn"))
     out = [(f"threads/{s}", case(rnnc, cache, s, 96, 16, 8, "f32")) for s in samples]
     out.append(("threads/lstm-f64", case(rnnc, cache, "lstm", 128, 16, 8, "f64")))
