@@ -6,8 +6,8 @@
 // gradient agree within TOLERANCE (default 1e-9; both builds of one dtype:
 // double, float, bf16 or f16, the data drawn in double and rounded to it,
 // through float for 16 bits), relative to each array's largest value, and
-// that the two CUDA runs agree bit for bit; then prints the worst error and
-// where. RNNC_EMULATOR_MISALIGN=N offsets the CUDA model's
+// that the two CUDA runs agree bit for bit (--forward-only builds: forward's
+// results alone); then prints the worst error and where. RNNC_EMULATOR_MISALIGN=N offsets the CUDA model's
 // workspace and params N bytes from cudaMalloc's 256-byte alignment;
 // RNNC_EMULATOR_CALLER_STREAM=1 runs it on a non-blocking stream of its own
 // (as a caller's, e.g. torch's), not on the default one; RNNC_EMULATOR_LOSS_SCALE=S
@@ -198,7 +198,7 @@ bool runModel(const rnnc_model &m, const Data &d, int64_t T, int64_t B, Arrays &
     }
     take("loss", loss, 1, false);
     out.push_back({"read_loss", {m.read_loss(ws, T, B, stream)}});
-    if (!m.n_seeds && !m.has_loss) continue;
+    if ((!m.n_seeds && !m.has_loss) || !m.has_backward) continue; // --forward-only: forward's results alone
     void *G = mem.alloc(m.param_elements * R);
     std::vector<void *> inputGrads, stateGrads;
     for (int32_t k = 0; k < m.n_input_grads; ++k) inputGrads.push_back(mem.alloc(T * B * m.input_grads[k].shape[0] * R));
@@ -234,6 +234,10 @@ int main(int argc, char **argv) {
   if (!cpu || !cuda) return 2;
   if (cuda->device != RNNC_DEVICE_CUDA || cpu->device != RNNC_DEVICE_CPU) {
     std::fprintf(stderr, "compare: expected a CPU and a CUDA model\n");
+    return 2;
+  }
+  if (cuda->has_backward != cpu->has_backward) {
+    std::fprintf(stderr, "compare: one build is --forward-only, the other not\n");
     return 2;
   }
   if (cuda->dtype != cpu->dtype) {

@@ -4,7 +4,8 @@ bundle is compiled as C++ against the CUDA emulator (include/: fibers
 for a block's threads, a barrier for __syncthreads, a reference cuBLAS) and
 run beside its CPU bundle on the same random data (compare.cpp); outputs,
 final states, the loss and every gradient must agree to 1e-9 in double.
-Also -O0, --cuda-graphs and --tf32 builds of a few samples.
+Also every sample --forward-only, and -O0, --cuda-graphs and --tf32 builds of
+a few samples.
 
 Loops run in parallel over time (docs/cuda.md): the scan and Newton forms of
 the samples whose loops allow them, and of Inputs/*.rnn (2 and 3 states
@@ -326,6 +327,9 @@ def main():
                  (s, [], {"defines": ("-DCUDA_API_PER_THREAD_DEFAULT_STREAM",), "envs": ({}, caller)})]
     for s in named("lstm"):
         runs += [(s, ["--tf32"], {"real": "float"}), (s, ["--cuda-graphs"], {"real": "float"})]
+    # Forward-only builds (no workspace kept for backward: forward's loops write their states into
+    # rings, which a persistent loop's blocks must not overwrite while others still read them).
+    runs += [(s, ["--forward-only"], {"cpu_flags": ["--forward-only"], "seeds": seeds_of(s)}) for s in samples]
     # Sequences of their own lengths (compare.cpp gives both builds the same): a forward loop, a
     # bidirectional one, and loops run in parallel over time (T = 100: two chunks and more).
     for s in named("lstm", "bitagger", "zoneout_lstm"):
