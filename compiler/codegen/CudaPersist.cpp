@@ -60,28 +60,27 @@ __device__ __forceinline__ void grid_sync(unsigned *barrier) {
 #endif
 
 // The block's share of n outputs: [first, first + count), count at most ceil(n / gridDim.x).
+// The persistent kernel indexes in 32 bits (rnnc/persistent.h's indicesFit says where it may run).
 struct Slice {
-  int64_t first, count;
+  int first, count;
 };
-__device__ __forceinline__ Slice block_slice(int64_t n) {
-  const int64_t first = blockIdx.x * n / gridDim.x, end = (blockIdx.x + 1) * n / gridDim.x;
+__device__ __forceinline__ Slice block_slice(int n) {
+  const int first = int(blockIdx.x * int64_t(n) / gridDim.x), end = int((blockIdx.x + 1) * int64_t(n) / gridDim.x);
   return {first, end - first};
 }
 
 // The block's rows of a product's `outputs`: in each piece of `unit` rows, the
 // rows of its units s (an LSTM's i, f, g and o rows of the same hidden units);
 // with unit = outputs, one piece: the slice s of the outputs. Row o of them:
-__device__ __forceinline__ int64_t owned_row(Slice s, int64_t unit, int64_t o) {
-  return o / s.count * unit + s.first + o % s.count;
-}
+__device__ __forceinline__ int owned_row(Slice s, int unit, int o) { return o / s.count * unit + s.first + o % s.count; }
 
 // The weights of the block's rows into shared memory, w[o][j] for o < its rows,
 // j < reduce: rows of W [outputs][reduce], or (transposed) columns of W [reduce][outputs].
-__device__ void persist_load(const real *__restrict__ W, bool transposed, int64_t outputs, int64_t reduce, int64_t unit,
-                             Slice s, real *__restrict__ w) {
-  const int64_t rows = outputs / unit * s.count;
-  for (int64_t e = threadIdx.x; e < rows * reduce; e += blockDim.x) {
-    const int64_t o = e / reduce, j = e % reduce, row = owned_row(s, unit, o);
+__device__ void persist_load(const real *__restrict__ W, bool transposed, int outputs, int reduce, int unit, Slice s,
+                             real *__restrict__ w) {
+  const int rows = outputs / unit * s.count;
+  for (int e = threadIdx.x; e < rows * reduce; e += blockDim.x) {
+    const int o = e / reduce, j = e % reduce, row = owned_row(s, unit, o);
     w[e] = transposed ? W[j * outputs + row] : W[row * reduce + j];
   }
 }
@@ -89,16 +88,15 @@ __device__ void persist_load(const real *__restrict__ W, bool transposed, int64_
 // The block's rows of one step's product: out[r][row(o)] = sum_j w[o][j] in[r][j]
 // for the m rows (sequences) of the step, zero for rows running <= r (--lengths: past
 // their end). A warp per (row, output), its lanes over j, summed in a fixed order.
-__device__ void persist_product(const real *__restrict__ w, Slice s, int64_t unit, int64_t reduce,
-                                const real *__restrict__ in, real *__restrict__ out, int64_t outputs, int64_t m,
-                                int64_t running) {
+__device__ void persist_product(const real *__restrict__ w, Slice s, int unit, int reduce, const real *__restrict__ in,
+                                real *__restrict__ out, int outputs, int m, int running) {
   const int lane = threadIdx.x & 31, warps = blockDim.x >> 5;
-  const int64_t rows = outputs / unit * s.count;
-  for (int64_t e = threadIdx.x >> 5; e < m * rows; e += warps) {
-    const int64_t r = e / rows, o = e % rows;
+  const int rows = outputs / unit * s.count;
+  for (int e = threadIdx.x >> 5; e < m * rows; e += warps) {
+    const int r = e / rows, o = e % rows;
     real v = 0;
     if (r < running) {
-      for (int64_t j = lane; j < reduce; j += 32) v += w[o * reduce + j] * in[r * reduce + j];
+      for (int j = lane; j < reduce; j += 32) v += w[o * reduce + j] * in[r * reduce + j];
       v = warp_sum(v);
     }
     if (lane == 0) out[r * outputs + owned_row(s, unit, o)] = v;
@@ -110,9 +108,9 @@ __device__ void persist_product(const real *__restrict__ w, Slice s, int64_t uni
 const char *kRunningRows = R"cuda(
 // The rows of step t the products compute (rnnc/workspace.h's running_rows):
 // up to the last sequence still running, all B before the first step.
-__device__ __forceinline__ int64_t running_rows(const int32_t *lengths, int64_t B, int64_t t) {
+__device__ __forceinline__ int running_rows(const int32_t *lengths, int B, int64_t t) {
   if (t < 0) return B;
-  int64_t n = B;
+  int n = B;
   while (n > 0 && lengths[n - 1] <= t) --n;
   return n;
 }
@@ -273,12 +271,11 @@ std::string CudaPersistPrinter::devicePrelude(const Program &p) {
 CudaPersistPrinter::Shape CudaPersistPrinter::shape(const Program &p, int stage) {
   const StageIR &st = p.stages[stage];
   Shape sh;
-  int fused = 0;
   for (int k : st.kernels) {
     const KernelIR &kernel = p.kernels[k];
     if (kernel.kind == KernelIR::Kind::Gemm) sh.products.push_back({kernel.rows, kernel.cols});
     else if (kernel.kind == KernelIR::Kind::GemmT) sh.products.push_back({kernel.cols, kernel.rows});
-    else ++fused;
+    else forEachSweep(kernel, [&](const Sweep &sw) { sh.widest = std::max(sh.widest, sw.width); });
   }
   sh.launches = static_cast<int>(st.kernels.size());
   sh.realBytes = p.dtype == DType::F64 ? 8 : isHalf(p.dtype) ? 2 : 4;
@@ -295,7 +292,8 @@ int64_t CudaPersistPrinter::Shape::stepwiseWeightBytes() const {
 }
 
 persist::Loop CudaPersistPrinter::Shape::loop() const {
-  return {products.empty() ? nullptr : products.data(), static_cast<int>(products.size()), launches, realBytes, barriers, unit};
+  return {products.empty() ? nullptr : products.data(), static_cast<int>(products.size()), launches, realBytes, barriers, unit,
+          widest};
 }
 
 CudaPersistPrinter::Operands CudaPersistPrinter::operands(const KernelIR &k) const {
@@ -359,7 +357,7 @@ std::string CudaPersistPrinter::kernel() const {
   w.line("__syncthreads(); // the weights are in");
   w.open("for (int64_t step = 0; step < T; ++step) {{");
   w.line("const int64_t t = {}, r0 = t * B, r1 = r0 + B;", s_.direction > 0 ? "step" : "T - 1 - step");
-  if (p_.hasLengths) w.line("const int64_t running = running_rows(ws.lengths, B, t);");
+  if (p_.hasLengths) w.line("const int running = running_rows(ws.lengths, int(B), t);");
   for (size_t i = 0; i < s_.kernels.size(); ++i) {
     const KernelIR &k = p_.kernels[s_.kernels[i]];
     // Units: a product reads whole states other blocks wrote; a fused kernel only
@@ -369,9 +367,9 @@ std::string CudaPersistPrinter::kernel() const {
                           : "__syncthreads(); // what the block wrote, before its units read it");
     if (isProduct(k)) {
       const Operands o = operands(k);
-      w.line("persist_product({0}_w, {1}, {2}, {3}, {4}, {5}, {6}, B, {7}); // {0}", k.name,
+      w.line("persist_product({0}_w, {1}, {2}, {3}, {4}, {5}, {6}, int(B), {7}); // {0}", k.name,
              unit ? "units" : k.name + "_slice", unit ? unit : o.outputs, o.reduce, o.in, o.out, o.outputs,
-             p_.hasLengths ? "running" : "B");
+             p_.hasLengths ? "running" : "int(B)");
     } else {
       w.line(unit ? "{}_units(ws, P, B, r0, r1, units);" : "{}_step(ws, P, B, r0, r1);", k.name);
     }
@@ -397,9 +395,9 @@ void CudaPersistPrinter::stageFunction(Writer &w, int kernelIndex) const {
     list += fmt::format("{}{{{}, {}}}", list.empty() ? "" : ", ", pr.outputs, pr.reduce);
   if (!list.empty())
     w.line("static const rnnc::persist::Product products[] = {{{}}}; // {{outputs, reduce}} of each product", list);
-  w.line("// {{products, count, launches a step, bytes of a real, grid barriers a step, units}}");
-  w.line("const rnnc::persist::Loop loop{{{}, {}, {}, sizeof(real), {}, {}}};", list.empty() ? "nullptr" : "products",
-         shape_.products.size(), shape_.launches, shape_.barriers, shape_.unit);
+  w.line("// {{products, count, launches a step, bytes of a real, grid barriers a step, units, widest row swept}}");
+  w.line("const rnnc::persist::Loop loop{{{}, {}, {}, sizeof(real), {}, {}, {}}};", list.empty() ? "nullptr" : "products",
+         shape_.products.size(), shape_.launches, shape_.barriers, shape_.unit, shape_.widest);
   w.line("const rnnc::persist::Choice c = persistent_choice(kernel_[{}], \"stage {}\", loop, B);", kernelIndex, stage_);
   w.open("if (c.grid) {{");
   w.line("unsigned *barrier = ws.grid_barrier + {};", 2 * stage_);

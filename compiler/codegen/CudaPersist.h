@@ -53,6 +53,7 @@ public:
     int64_t unit = 0;                        // unitWidth; 0 where blocks own slices of each product
     std::string whyNotUnits;
     int barriers = 0; // grid barriers a step: one a product by units, one a kernel not
+    int64_t widest = 0; // the widest row a fused kernel sweeps (persist::Loop::widest)
     bool persistent() const { return whyNot.empty(); }
     /// The weights one step reads from global memory step by step (each product's W).
     int64_t stepwiseWeightBytes() const;

@@ -293,6 +293,9 @@ int CudaPrinter::elementsPerThread(const KernelIR &k, const Program &p) {
   return 4;
 }
 
+/// Rows narrower than this index their elements in 32 bits.
+constexpr int64_t kInt32Row = int64_t(1) << 30;
+
 int CudaPrinter::threadsOf(const KernelIR &k) {
   if (isFlat(k)) return kFlatThreads;
   int64_t widest = 1;
@@ -306,18 +309,21 @@ std::string CudaPrinter::elementLoop(int64_t n, const std::string &indent, const
   if (flat_) return indent + "{\n"; // i is the thread's element
   if (unit_) { // every row's elements of the block's units, in each piece of the unit width
     const int64_t pieces = n / unit_;
+    // 32-bit indices: the step's rows of the widest sweep fit (rnnc/persistent.h's indicesFit).
     if (pieces == 1)
-      return fmt::format("{0}for (int64_t e = threadIdx.x; e < (r1 - r0) * units.count; e += blockDim.x) {{\n"
-                         "{0}  const int64_t r = r0 + e / units.count, i = units.first + e % units.count;\n",
+      return fmt::format("{0}for (int e = threadIdx.x; e < int(r1 - r0) * units.count; e += blockDim.x) {{\n"
+                         "{0}  const int64_t r = r0 + e / units.count;\n"
+                         "{0}  const int i = units.first + e % units.count;\n",
                          indent) +
              unitRows_;
-    return fmt::format("{0}for (int64_t e = threadIdx.x; e < (r1 - r0) * {1} * units.count; e += blockDim.x) {{\n"
-                       "{0}  const int64_t r = r0 + e / ({1} * units.count), o = e % ({1} * units.count),\n"
-                       "{0}                i = o / units.count * {2} + units.first + o % units.count;\n",
+    return fmt::format("{0}for (int e = threadIdx.x; e < int(r1 - r0) * {1} * units.count; e += blockDim.x) {{\n"
+                       "{0}  const int64_t r = r0 + e / ({1} * units.count);\n"
+                       "{0}  const int o = e % ({1} * units.count), i = o / units.count * {2} + units.first + o % units.count;\n",
                        indent, pieces, unit_) +
            unitRows_;
   }
-  return fmt::format("{}for (int64_t i = threadIdx.x; i < {}; i += blockDim.x) {{\n", indent, n);
+  // A row's elements in 32 bits where its width (plus a slice's shift, smaller) leaves room.
+  return fmt::format("{}for ({} i = threadIdx.x; i < {}; i += blockDim.x) {{\n", indent, n < kInt32Row ? "int" : "int64_t", n);
 }
 
 std::string CudaPrinter::combine(const std::string &var, char op, const std::string &indent) const {

@@ -35,7 +35,9 @@ struct Product {
 /// real, the persistent kernel's grid barriers a step, and its units: each
 /// block owns a slice of `units` (U) and of every product the rows p·U + u of
 /// its units u (an LSTM's i, f, g, o rows of unit u); 0 where the blocks own
-/// slices of each product's outputs instead (docs/cuda.md#persistent-loops).
+/// slices of each product's outputs instead (docs/cuda.md#persistent-loops);
+/// and the widest row its blocks' fused kernels sweep (a step's B such rows
+/// must have 32-bit indices, as each product's weights and rows must).
 struct Loop {
   const Product *products = nullptr;
   int count = 0;
@@ -43,7 +45,21 @@ struct Loop {
   int64_t realBytes = 4;
   int barriers = 0;
   int64_t units = 0;
+  int64_t widest = 0;
 };
+
+/// Whether the persistent kernel's 32-bit indices reach every element it
+/// indexes: each product's weights, a step's B rows of its inputs and outputs
+/// and of the widest row its fused kernels sweep.
+inline bool indicesFit(const Loop &l, int64_t B) {
+  constexpr int64_t kLimit = int64_t(1) << 31;
+  auto fits = [&](int64_t rows, int64_t width) { return width <= (kLimit - 1) / std::max<int64_t>(rows, 1); };
+  for (int k = 0; k < l.count; ++k) {
+    const Product &p = l.products[k];
+    if (!fits(p.outputs, p.reduce) || !fits(B, p.outputs) || !fits(B, p.reduce)) return false;
+  }
+  return fits(B, l.widest);
+}
 
 /// The rows of product `p` a block owns with `grid` blocks: its units' in each
 /// piece of U, or its slice of the outputs.
@@ -114,6 +130,7 @@ template <class Occupancy>
 inline Choice choose(const Loop &l, const Gpu &g, int64_t B, Mode mode, Occupancy blocksPerSm) {
   if (mode == Mode::Stepwise) return {0, 0, "RNNC_CUDA_LOOPS=stepwise"};
   if (!g.cooperative || g.sms < 1) return {0, 0, "the device has no cooperative launch"};
+  if (!indicesFit(l, B)) return {0, 0, "its rows at this B pass 32-bit indices"};
   int64_t widest = 1;
   for (int k = 0; k < l.count; ++k) widest = std::max(widest, l.products[k].outputs);
   // One block per multiprocessor, no more blocks than there are units (or outputs of the widest product).
