@@ -116,6 +116,10 @@ static std::string shifted(int64_t shift) {
   return shift > 0 ? fmt::format("i + {}", shift) : fmt::format("i - {}", -shift);
 }
 
+std::string CPrinter::storeTarget(int buffer, int64_t shift) const {
+  return fmt::format("{}[{}]", rowPointer(buffer, 0), shifted(shift));
+}
+
 std::string CPrinter::mapExpr(const Instr &in) const {
   auto a = [&](size_t k) { return operand(in.args[k], "i"); };
   auto join = [&](const char *sep) {
@@ -196,7 +200,7 @@ std::string CPrinter::sweep(const Sweep &s, const std::string &indent) {
     for (size_t k = 0; k < s.body.size(); ++k) {
       const Instr &in = s.body[k];
       out += fmt::format("{}const real v{} = {};\n", in2, k, mapExpr(in));
-      if (in.store >= 0) out += fmt::format("{}{} = v{};\n", in2, storeTarget(in.store), k);
+      if (in.store >= 0) out += fmt::format("{}{} = v{};\n", in2, storeTarget(in.store, in.storeShift), k);
     }
     maskDraws_.clear();
     return out + indent + "}\n";

@@ -43,7 +43,8 @@ protected:
   /// Element `index` of an operand ("c_7_prev[i]", "P[1024 + i]", "v3").
   virtual std::string operand(const Operand &o, const std::string &index) const;
   /// Where a map sweep stores element i of buffer b ("c_7[i]").
-  virtual std::string storeTarget(int buffer) const { return rowPointer(buffer, 0) + "[i]"; }
+  /// Where a sweep's store of element i goes: the row's element i + shift.
+  virtual std::string storeTarget(int buffer, int64_t shift) const;
   /// The right-hand side of a map op at element i.
   std::string mapExpr(const Instr &in) const;
   /// A sweep's statements for one row, at `indent`.

@@ -146,12 +146,6 @@ namespace {
 /// the step makes U = 1): the blocks then own slices of each product instead.
 constexpr int64_t kMinUnits = 16;
 
-/// Sweeps of a fused kernel, the folded ones of rows past their end included.
-template <class F> void forEachSweep(const KernelIR &k, F f) {
-  for (const Sweep &s : k.sweeps) f(s);
-  for (const Sweep &s : k.stopped) f(s);
-}
-
 } // namespace
 
 int64_t CudaPersistPrinter::unitWidth(const Program &p, int stage, std::string *why) {
@@ -196,7 +190,8 @@ int64_t CudaPersistPrinter::unitWidth(const Program &p, int stage, std::string *
         if (in.op == Op::Concat)
           for (int64_t piece : in.pieces)
             if (piece % unit) reason = fmt::format("{} concatenates pieces narrower than a unit", kernel.name);
-        if (in.store >= 0 && p.buffers[in.store].width % unit) reason = fmt::format("{} stores a value narrower than a unit", kernel.name);
+        if (in.store >= 0 && (p.buffers[in.store].width % unit || in.storeShift % unit))
+          reason = fmt::format("{} stores a value narrower than a unit", kernel.name);
         for (const Operand &o : in.args)
           if (o.kind == Operand::Kind::Load && written.count(o.buffer) &&
               (o.scalar || o.shift % unit || p.buffers[o.buffer].width % unit))

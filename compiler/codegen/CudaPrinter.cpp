@@ -279,7 +279,7 @@ int CudaPrinter::elementsPerThread(const KernelIR &k, const Program &p) {
     if (vectorRows.count(row)) return 1;
   for (const Instr &in : k.sweeps[0].body) {
     if (readsAtComputedOffsets(in.op)) return 1;
-    if (in.store >= 0 && (p.buffers[in.store].width % 4 || p.buffers[in.store].index)) return 1;
+    if (in.store >= 0 && (p.buffers[in.store].width % 4 || p.buffers[in.store].index || in.storeShift)) return 1;
     for (const Operand &o : in.args) {
       if (o.scalar || o.kind == Operand::Kind::Local || o.kind == Operand::Kind::Const || o.kind == Operand::Kind::LossSeed ||
           o.kind == Operand::Kind::Mask || o.kind == Operand::Kind::Active)
@@ -344,9 +344,9 @@ std::string CudaPrinter::operand(const Operand &o, const std::string &index) con
   return CPrinter::operand(o, index);
 }
 
-std::string CudaPrinter::storeTarget(int buffer) const {
-  if (vector_ > 1) return rowPointer(buffer, 0) + "_4.v[i]";
-  return CPrinter::storeTarget(buffer);
+std::string CudaPrinter::storeTarget(int buffer, int64_t shift) const {
+  if (vector_ > 1) return rowPointer(buffer, 0) + "_4.v[i]"; // no shifted store (elementsPerThread)
+  return CPrinter::storeTarget(buffer, shift);
 }
 
 std::string CudaPrinter::rowDeclaration(int buffer, int32_t delay, bool store, const std::string &plus) const {

@@ -43,7 +43,7 @@ protected:
   std::string math(const char *name) const override;
   std::string elementIndex() const override { return vector_ > 1 ? "i0 + i" : "i"; }
   std::string operand(const Operand &o, const std::string &index) const override;
-  std::string storeTarget(int buffer) const override;
+  std::string storeTarget(int buffer, int64_t shift) const override;
 
 private:
   std::string vectorName(const Operand &o) const;

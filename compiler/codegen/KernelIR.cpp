@@ -12,6 +12,7 @@
 //    at its step, a ring deep enough, padding that covers each delay, buffers
 //    sharing memory never live at once); a failure is a compiler bug.
 #include "codegen/KernelIR.h"
+#include "codegen/ConcatInPlace.h"
 
 #include "codegen/ScanIR.h"
 
@@ -524,7 +525,9 @@ bool ProgramBuilder::build(std::string &error) {
 
 bool buildProgram(const Compilation &c, Program &out, std::string &error) {
   out = Program();
-  return ProgramBuilder(c, out).build(error);
+  if (!ProgramBuilder(c, out).build(error)) return false;
+  if (c.optimize) storeConcatPiecesInPlace(out);
+  return true;
 }
 
 } // namespace rnnc::codegen

@@ -42,7 +42,7 @@ struct Operand {
 };
 
 /// One op of a sweep: a node's op applied at element i; `store` is the buffer
-/// its value goes to (-1: it stays a local). Concat keeps its pieces' widths
+/// its value goes to (-1: it stays a local), at element i + storeShift. Concat keeps its pieces' widths
 /// in `pieces`; Pad, Slice and Embed their offsets in `offset`/`width`.
 struct Instr {
   Op op = Op::Add;
@@ -54,6 +54,7 @@ struct Instr {
   int64_t inWidth = 1;    // Reduce, Embed, Softmax: the width of the first operand's value
   int64_t paramOffset = 0; // Embed: the table in the flat param array
   int store = -1;
+  int64_t storeShift = 0; // the store's element: i + storeShift (a concat's piece stored in place)
 };
 
 /// Elements of one row visited together. A map sweep computes its ops at
@@ -66,6 +67,10 @@ struct Sweep {
   int64_t width = 1;
   std::vector<Instr> body;
 };
+
+struct KernelIR;
+/// Calls f on each sweep of a fused kernel, the folded ones of rows past their end included.
+template <class F> void forEachSweep(const KernelIR &k, F f);
 
 struct KernelIR {
   enum class Kind {
@@ -95,6 +100,11 @@ struct KernelIR {
   std::vector<NodeId> nodes;
   std::vector<SourceRange> equations; // the source lines it computes, in order, no duplicates
 };
+
+template <class F> void forEachSweep(const KernelIR &k, F f) {
+  for (const Sweep &s : k.sweeps) f(s);
+  for (const Sweep &s : k.stopped) f(s);
+}
 
 /// A loop run in parallel over time (docs/time-parallel.md). Its k states are
 /// buffers of one width n that the loop reads one step back (at delay

@@ -82,6 +82,7 @@ public:
       // readers of the value keep reading the constant or the first local).
       if (value[j].kind == Operand::Kind::Local && out.body[static_cast<size_t>(value[j].local)].store < 0) {
         out.body[static_cast<size_t>(value[j].local)].store = in.store;
+        out.body[static_cast<size_t>(value[j].local)].storeShift = in.storeShift;
       } else {
         Instr copy = in;
         copy.op = Op::Add;
