@@ -46,6 +46,11 @@ Uses usesOf(const Program &p) {
   return u;
 }
 
+int countOf(const std::map<int, int> &uses, int b) {
+  auto it = uses.find(b);
+  return it == uses.end() ? 0 : it->second;
+}
+
 /// The store of buffer `b` in kernel `k`: (sweep, instr), or (-1, -1).
 std::pair<int, int> storeOf(const KernelIR &k, int b) {
   for (size_t s = 0; s < k.sweeps.size(); ++s)
@@ -60,7 +65,7 @@ bool storesInPlace(const Program &p, const Uses &u, KernelIR &k, size_t s) {
   if (sweep.kind != Sweep::Kind::Map || sweep.body.size() != 1) return false;
   const Instr &concat = sweep.body.front();
   const int to = concat.store;
-  if (concat.op != Op::Concat || to < 0 || u.reads.count(to) == 0) return false;
+  if (concat.op != Op::Concat || to < 0 || countOf(u.reads, to) == 0) return false;
   // Nothing in the kernel reads the concat's buffer or memory it shares.
   bool clash = false;
   forEachSweep(k, [&](const Sweep &other) {
@@ -68,13 +73,13 @@ bool storesInPlace(const Program &p, const Uses &u, KernelIR &k, size_t s) {
       for (const Operand &o : in.args)
         if (o.kind == Operand::Kind::Load && rootOf(p, o.buffer) == rootOf(p, to)) clash = true;
   });
-  if (clash || u.stores.at(to) != 1) return false;
+  if (clash || countOf(u.stores, to) != 1) return false;
   std::vector<std::pair<int, int>> stores;
   for (size_t a = 0; a < concat.args.size(); ++a) {
     const Operand &o = concat.args[a];
     if (o.kind != Operand::Kind::Load || o.scalar || o.delay != 0 || o.shift != 0) return false;
     const int piece = o.buffer;
-    if (piece == to || u.pinned.count(piece) || u.reads.at(piece) != 1 || u.stores.at(piece) != 1) return false;
+    if (piece == to || u.pinned.count(piece) || countOf(u.reads, piece) != 1 || countOf(u.stores, piece) != 1) return false;
     const auto [at, j] = storeOf(k, piece);
     if (at < 0 || static_cast<size_t>(at) >= s || k.sweeps[at].kind != Sweep::Kind::Map ||
         k.sweeps[at].width != concat.pieces[a] || k.sweeps[at].body[j].storeShift != 0)
