@@ -59,8 +59,9 @@ std::pair<int, int> storeOf(const KernelIR &k, int b) {
   return {-1, -1};
 }
 
-/// Sweep `s` of `k` if it is one concat whose pieces can all be stored in place.
-bool storesInPlace(const Program &p, const Uses &u, KernelIR &k, size_t s) {
+/// Sweep `s` of `k` if it is one concat whose pieces can all be stored in place;
+/// `u` then counts the stores moved and the copy's reads gone.
+bool storesInPlace(const Program &p, Uses &u, KernelIR &k, size_t s) {
   const Sweep &sweep = k.sweeps[s];
   if (sweep.kind != Sweep::Kind::Map || sweep.body.size() != 1) return false;
   const Instr &concat = sweep.body.front();
@@ -89,10 +90,13 @@ bool storesInPlace(const Program &p, const Uses &u, KernelIR &k, size_t s) {
   int64_t start = 0;
   for (size_t a = 0; a < stores.size(); ++a) {
     Instr &store = k.sweeps[stores[a].first].body[stores[a].second];
+    --u.stores[store.store];
+    --u.reads[store.store];
     store.store = to;
     store.storeShift = start;
     start += concat.pieces[a];
   }
+  u.stores[to] += static_cast<int>(stores.size()) - 1;
   k.sweeps.erase(k.sweeps.begin() + static_cast<std::ptrdiff_t>(s));
   return true;
 }
@@ -103,12 +107,13 @@ int storeConcatPiecesInPlace(Program &p) {
   std::set<int> parallel; // kernels of loops run in parallel over time
   for (const StageIR &s : p.stages)
     if (s.scan.plan != LoopPlan::Sequential) parallel.insert(s.kernels.begin(), s.kernels.end());
+  Uses uses = usesOf(p);
   int removed = 0;
   for (size_t k = 0; k < p.kernels.size(); ++k) {
     KernelIR &kernel = p.kernels[k];
     if (kernel.kind != KernelIR::Kind::Fused || parallel.count(static_cast<int>(k)) || !kernel.stopped.empty()) continue;
     for (size_t s = kernel.sweeps.size(); s-- > 1;)
-      if (storesInPlace(p, usesOf(p), kernel, s)) ++removed;
+      if (storesInPlace(p, uses, kernel, s)) ++removed;
   }
   return removed;
 }
