@@ -177,10 +177,13 @@ static nlohmann::json manifestOf(const Program &p, const SourceManager &sm, Targ
     json stage = {{"loop", s.loop}, {"direction", s.direction}, {"backward", s.backward}, {"stream", s.stream},
                   {"kernels", names}};
     // CUDA: the cooperative kernel that may run the whole loop instead (docs/cuda.md#persistent-loops).
-    if (target == Target::Cuda && s.loop)
+    // and the fused variant's kernels a step, in launch order (none where the loop has no such variant).
+    if (target == Target::Cuda && s.loop) {
       stage["persistent"] = CudaPersistPrinter::persistent(p, static_cast<int>(i))
                                 ? json(CudaPersistPrinter::kernelName(static_cast<int>(i)))
                                 : json(nullptr);
+      stage["fused"] = CudaPersistPrinter::fusedKernelNames(p, static_cast<int>(i));
+    }
     stages.push_back(stage);
   }
   if (!p.epilogue.empty()) {

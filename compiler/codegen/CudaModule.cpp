@@ -392,8 +392,7 @@ void CudaHost::stageFunction(Writer &w, int stage) {
     return;
   }
   if (CudaPersistPrinter::persistent(p_, stage)) {
-    const std::string name = CudaPersistPrinter::kernelName(stage);
-    CudaPersistPrinter(p_, sm_, stage).stageFunction(w, static_cast<int>(std::find(names_.begin(), names_.end(), name) - names_.begin()));
+    CudaPersistPrinter(p_, sm_, stage).stageFunction(w, names_);
     return;
   }
   w.line("/// Stage {}{}: {}.", stage, s.backward ? " (backward)" : "",

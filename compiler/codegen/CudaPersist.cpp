@@ -12,6 +12,7 @@
 #include "codegen/HostCode.h"
 #include "support/Crash.h"
 
+#include <algorithm>
 #include <fmt/format.h>
 #include <map>
 #include <numeric>
@@ -100,6 +101,48 @@ __device__ void persist_product(const real *__restrict__ w, Slice s, int unit, i
       v = warp_sum(v);
     }
     if (lane == 0) out[r * outputs + owned_row(s, unit, o)] = v;
+  }
+}
+)cuda";
+
+// The fused variant's product: like persist_product, its weights read from global memory.
+const char *kFusedProduct = R"cuda(
+// The block's rows of one step's product in a fused loop's kernel (its weights in
+// global memory, read once a launch for every four rows): out[r][row(o)] =
+// sum_j W[row(o)][j] in[r][j], or W[j][row(o)] transposed, zero for rows running <= r.
+__device__ void fused_product(const real *__restrict__ W, bool transposed, Slice s, int unit, int reduce,
+                              const real *__restrict__ in, real *__restrict__ out, int outputs, int m, int running) {
+  const int rows = outputs / unit * s.count, quads = (m + 3) / 4;
+  if (transposed) {
+    // W [reduce][outputs]: a thread per (output, four rows), consecutive threads on
+    // consecutive columns of W, each summing j in order.
+    for (int e = threadIdx.x; e < rows * quads; e += blockDim.x) {
+      const int o = e % rows, r0 = e / rows * 4, row = owned_row(s, unit, o);
+      real v[4] = {0, 0, 0, 0};
+      for (int j = 0; j < reduce; ++j) {
+        const real w = W[j * outputs + row];
+        for (int q = 0; q < 4; ++q)
+          if (r0 + q < running) v[q] += w * in[(r0 + q) * reduce + j];
+      }
+      for (int q = 0; q < 4 && r0 + q < m; ++q) out[(r0 + q) * outputs + row] = v[q];
+    }
+    return;
+  }
+  // W [outputs][reduce]: a warp per (output, four rows), its lanes over j, summed
+  // in persist_product's order.
+  const int lane = threadIdx.x & 31, warps = blockDim.x >> 5;
+  for (int e = threadIdx.x >> 5; e < rows * quads; e += warps) {
+    const int o = e % rows, r0 = e / rows * 4, row = owned_row(s, unit, o);
+    real v[4] = {0, 0, 0, 0};
+    for (int j = lane; j < reduce; j += 32) {
+      const real w = W[row * reduce + j];
+      for (int q = 0; q < 4; ++q)
+        if (r0 + q < running) v[q] += w * in[(r0 + q) * reduce + j];
+    }
+    for (int q = 0; q < 4 && r0 + q < m; ++q) {
+      const real sum = warp_sum(v[q]);
+      if (lane == 0) out[(r0 + q) * outputs + row] = sum;
+    }
   }
 }
 )cuda";
@@ -260,8 +303,25 @@ bool CudaPersistPrinter::inPersistentStage(const Program &p, int kernel) {
 std::string CudaPersistPrinter::kernelName(int stage) { return fmt::format("persist_{}", stage); }
 
 std::string CudaPersistPrinter::devicePrelude(const Program &p) {
-  return std::string(kPersistPrelude) + (p.hasLengths ? kRunningRows : "");
+  bool fused = false;
+  for (size_t s = 0; s < p.stages.size(); ++s) fused |= !fusedKernelNames(p, static_cast<int>(s)).empty();
+  return std::string(kPersistPrelude) + (fused ? kFusedProduct : "") + (p.hasLengths ? kRunningRows : "");
 }
+
+CudaPersistPrinter::FusedPlan CudaPersistPrinter::fusedPlan(const Program &p, int stage) {
+  FusedPlan plan;
+  if (!unitWidth(p, stage)) return plan;
+  for (int k : p.stages[stage].kernels)
+    if (isProduct(p.kernels[k])) plan.launches.push_back({k});
+    else if (plan.launches.empty()) plan.lead.push_back(k);
+    else plan.launches.back().push_back(k);
+  if (plan.launches.empty()) std::swap(plan.lead, plan.launches.emplace_back());
+  if (!plan.lead.empty()) plan.names.push_back(fmt::format("step_{}_start", stage));
+  for (size_t j = 0; j < plan.launches.size(); ++j) plan.names.push_back(fmt::format("step_{}_{}", stage, j));
+  return plan;
+}
+
+std::vector<std::string> CudaPersistPrinter::fusedKernelNames(const Program &p, int stage) { return fusedPlan(p, stage).names; }
 
 CudaPersistPrinter::Shape CudaPersistPrinter::shape(const Program &p, int stage) {
   const StageIR &st = p.stages[stage];
@@ -277,6 +337,7 @@ CudaPersistPrinter::Shape CudaPersistPrinter::shape(const Program &p, int stage)
   if (!persistent(p, stage, &sh.whyNot)) return sh;
   sh.unit = unitWidth(p, stage, &sh.whyNotUnits);
   sh.barriers = sh.unit ? static_cast<int>(sh.products.size()) : sh.launches;
+  sh.fused = static_cast<int>(fusedPlan(p, stage).launches.size());
   return sh;
 }
 
@@ -288,7 +349,7 @@ int64_t CudaPersistPrinter::Shape::stepwiseWeightBytes() const {
 
 persist::Loop CudaPersistPrinter::Shape::loop() const {
   return {products.empty() ? nullptr : products.data(), static_cast<int>(products.size()), launches, realBytes, barriers, unit,
-          widest};
+          widest, fused};
 }
 
 CudaPersistPrinter::Operands CudaPersistPrinter::operands(const KernelIR &k) const {
@@ -378,10 +439,78 @@ std::string CudaPersistPrinter::kernel() const {
   return w.take();
 }
 
-void CudaPersistPrinter::stageFunction(Writer &w, int kernelIndex) const {
+std::string CudaPersistPrinter::fusedKernels() const {
+  const int64_t unit = shape_.unit;
+  const FusedPlan plan = fusedPlan(p_, stage_);
+  std::string out;
+  auto units = [&](Writer &w, const std::vector<int> &kernels, const char *rows) {
+    for (int k : kernels) {
+      w.line("__syncthreads(); // what the block wrote, before its units read it");
+      w.line("{}_units(ws, P, B, {}, units);", p_.kernels[k].name, rows);
+    }
+  };
+  // Kernel `name`: `kernels` (a product first, or none) for step t, then (`lead`) the next step's lead.
+  auto print = [&](const std::string &name, const std::vector<int> &kernels, bool lead, const std::string &what) {
+    Writer w;
+    KernelIR all; // the equations it computes, for the comment
+    for (int k : kernels)
+      for (const SourceRange &r : p_.kernels[k].equations) all.equations.push_back(r);
+    if (lead)
+      for (int k : plan.lead)
+        for (const SourceRange &r : p_.kernels[k].equations) all.equations.push_back(r);
+    w.line("// {}: stage {}'s loop, its fused variant (docs/cuda.md#persistent-loops):", name, stage_);
+    w.line("// {}.", what);
+    w.raw(CudaPrinter(p_, sm_).equationsComment(all));
+    w.open("RNNC_KERNEL __launch_bounds__(256) void {}(const Workspace ws, const real *__restrict__ P, int64_t B, int64_t t{}) {{",
+           name, lead ? ", int64_t next" : "");
+    const bool product = !kernels.empty() && isProduct(p_.kernels[kernels.front()]);
+    if (product) {
+      w.line("// Each block owns a slice of the loop's {} units: their rows of the product, its", unit);
+      w.line("// weights read from global memory, then the fused kernels for them{}.", lead ? " and the next step's" : "");
+    } else {
+      w.line("// Each block owns a slice of the loop's {} units and runs the fused kernels for them.", unit);
+    }
+    w.line("const Slice units = block_slice({});", unit);
+    if (product) {
+      const Operands o = operands(p_.kernels[kernels.front()]);
+      w.line("const int64_t r0 = t * B;");
+      if (p_.hasLengths) w.line("const int running = running_rows(ws.lengths, int(B), t);");
+      w.line("fused_product({0}, {1}, units, {2}, {3}, {4}, {5}, {6}, int(B), {7}); // {8}", o.weights,
+             o.transposed ? "true" : "false", unit, o.reduce, o.in, o.out, o.outputs, p_.hasLengths ? "running" : "int(B)",
+             p_.kernels[kernels.front()].name);
+      units(w, std::vector<int>(kernels.begin() + 1, kernels.end()), "r0, r0 + B");
+    } else {
+      for (int k : kernels) w.line("{}_units(ws, P, B, t * B, (t + 1) * B, units);", p_.kernels[k].name);
+    }
+    if (lead) {
+      w.line("// The next step's kernels before its product (none after the loop's last step).");
+      w.line("if (next < 0) return;");
+      units(w, plan.lead, "next * B, (next + 1) * B");
+    }
+    w.close();
+    out += w.take() + "\n";
+  };
+  size_t name = 0;
+  if (!plan.lead.empty()) print(plan.names[name++], plan.lead, false, "the first step's fused kernels before its product");
+  for (size_t j = 0; j < plan.launches.size(); ++j, ++name)
+    print(plan.names[name], plan.launches[j], j + 1 == plan.launches.size() && !plan.lead.empty(),
+          plan.launches.size() == 1 ? std::string("a step as one launch")
+                                    : fmt::format("launch {} of a step's {}", j + 1, plan.launches.size()));
+  return out;
+}
+
+void CudaPersistPrinter::stageFunction(Writer &w, const std::vector<std::string> &names) const {
+  auto indexOf = [&](const std::string &name) {
+    const auto at = std::find(names.begin(), names.end(), name);
+    RNNC_ASSERT(at != names.end(), "a kernel missing from kernel_[]");
+    return static_cast<int>(at - names.begin());
+  };
+  const int kernelIndex = indexOf(kernelName(stage_));
   w.line("/// Stage {}{}: a loop over time, t = {}: persistent ({}, one cooperative launch for all", stage_,
          s_.backward ? " (backward)" : "", s_.direction > 0 ? "0 .. T-1" : "T-1 .. 0", kernelName(stage_));
-  w.line("/// T steps) where rnnc/persistent.h's choice says so, else its kernels step by step.");
+  if (shape_.fused)
+    w.line("/// T steps), fused (a kernel a step per product) or its kernels step by step, as rnnc/persistent.h's choice says.");
+  else w.line("/// T steps) where rnnc/persistent.h's choice says so, else its kernels step by step.");
   w.open("int stage_{}(const Workspace &ws, const real *P, real *G, int64_t T, int64_t B, cudaStream_t s, "
          "cublasHandle_t blas) {{",
          stage_);
@@ -390,11 +519,12 @@ void CudaPersistPrinter::stageFunction(Writer &w, int kernelIndex) const {
     list += fmt::format("{}{{{}, {}}}", list.empty() ? "" : ", ", pr.outputs, pr.reduce);
   if (!list.empty())
     w.line("static const rnnc::persist::Product products[] = {{{}}}; // {{outputs, reduce}} of each product", list);
-  w.line("// {{products, count, launches a step, bytes of a real, grid barriers a step, units, widest row swept}}");
-  w.line("const rnnc::persist::Loop loop{{{}, {}, {}, sizeof(real), {}, {}, {}}};", list.empty() ? "nullptr" : "products",
-         shape_.products.size(), shape_.launches, shape_.barriers, shape_.unit, shape_.widest);
+  w.line("// {{products, count, launches a step, bytes of a real, grid barriers a step, units, widest row swept, fused "
+         "launches a step}}");
+  w.line("const rnnc::persist::Loop loop{{{}, {}, {}, sizeof(real), {}, {}, {}, {}}};", list.empty() ? "nullptr" : "products",
+         shape_.products.size(), shape_.launches, shape_.barriers, shape_.unit, shape_.widest, shape_.fused);
   w.line("const rnnc::persist::Choice c = persistent_choice(kernel_[{}], \"stage {}\", loop, B);", kernelIndex, stage_);
-  w.open("if (c.grid) {{");
+  w.open("if (c.variant == rnnc::persist::Variant::Persistent) {{");
   w.line("unsigned *barrier = ws.grid_barrier + {};", 2 * stage_);
   w.line("RNNC_CUDA_CHECK(cudaMemsetAsync(barrier, 0, 2 * sizeof(unsigned), s));");
   w.line("if (!launch_cooperative(kernel_[{}], \"{}\", c.grid, 256, static_cast<size_t>(c.shared), s, ws, P, T, B, "
@@ -402,6 +532,26 @@ void CudaPersistPrinter::stageFunction(Writer &w, int kernelIndex) const {
          kernelIndex, kernelName(stage_));
   w.line("return 0;");
   w.close();
+  if (shape_.fused) {
+    w.open("if (c.variant == rnnc::persist::Variant::Fused) {{");
+    if (!fusedPlan(p_, stage_).lead.empty())
+      w.line("if (T > 0 && !launch(kernel_[{}], \"{}\", c.grid, 256, s, ws, P, B, {})) return 1;",
+             indexOf(fusedKernelNames(p_, stage_).front()), fusedKernelNames(p_, stage_).front(),
+             s_.direction > 0 ? "int64_t(0)" : "T - 1");
+    if (s_.direction > 0) w.open("for (int64_t t = 0; t < T; ++t) {{");
+    else w.open("for (int64_t t = T - 1; t >= 0; --t) {{");
+    const FusedPlan plan = fusedPlan(p_, stage_);
+    const bool lead = !plan.lead.empty();
+    for (size_t j = 0; j < plan.launches.size(); ++j) {
+      const std::string &name = plan.names[j + lead];
+      const bool last = lead && j + 1 == plan.launches.size();
+      w.line("if (!launch(kernel_[{}], \"{}\", c.grid, 256, s, ws, P, B, t{})) return 1;", indexOf(name), name,
+             !last ? "" : s_.direction > 0 ? ", t + 1 < T ? t + 1 : int64_t(-1)" : ", t - 1");
+    }
+    w.close();
+    w.line("return 0;");
+    w.close();
+  }
   stageLaunches(w, p_, s_, [](const KernelIR &k, const std::string &rows) {
     return fmt::format("if (launch_{}(ws, P, G, B, {}, s, blas)) return 1;", k.name, rows);
   });
@@ -439,13 +589,20 @@ std::string CudaPersistPrinter::loopsText(const Program &p) {
     }
     out += fmt::format("; {}: no launch and no weight read a step, {} grid barrier{} a step, ", kernelName(stage), sh.barriers,
                        sh.barriers == 1 ? "" : "s");
-    out += sh.unit ? fmt::format("each block owning units of {}\n", sh.unit)
-                   : fmt::format("each block a slice of each product (not by units: {})\n", sh.whyNotUnits);
+    out += sh.unit ? fmt::format("each block owning units of {}\n    fused ({}): {} launch{} and {} bytes of weights read a step\n",
+                                 sh.unit, fmt::join(fusedKernelNames(p, stage), ", "), sh.fused, sh.fused == 1 ? "" : "es",
+                                 sh.stepwiseWeightBytes())
+                   : fmt::format("each block a slice of each product (not by units: {}); no fused variant\n", sh.whyNotUnits);
     for (int64_t B : kShownBatches) {
       const persist::Choice c = chooseOnH100(sh.loop(), B);
-      if (c.grid)
+      if (c.variant == persist::Variant::Persistent)
         out += fmt::format("    B = {}: persistent, {} blocks, {} bytes of shared memory each: {}\n", B, c.grid, c.shared, c.why);
-      else out += fmt::format("    B = {}: step by step: {}\n", B, c.why);
+      else if (c.variant == persist::Variant::Fused)
+        out += fmt::format("    B = {}: fused, {} blocks a launch: {}{}\n", B, c.grid, c.why,
+                           c.notPersistent ? fmt::format(" (not persistent: {})", c.notPersistent) : "");
+      else
+        out += fmt::format("    B = {}: step by step: {}{}\n", B, c.why,
+                           c.notPersistent ? fmt::format(" (not persistent: {})", c.notPersistent) : "");
     }
   }
   return any ? out : "";
@@ -463,6 +620,7 @@ nlohmann::json CudaPersistPrinter::loopsJson(const Program &p) {
                            {"stepwise", {{"launches_per_step", sh.launches}, {"weight_bytes_per_step", sh.stepwiseWeightBytes()}}}};
     if (!sh.persistent()) {
       loop["persistent"] = nullptr;
+      loop["fused"] = nullptr;
       loop["why_not"] = sh.whyNot;
     } else {
       loop["persistent"] = {{"kernel", kernelName(stage)},
@@ -471,14 +629,20 @@ nlohmann::json CudaPersistPrinter::loopsJson(const Program &p) {
                             {"grid_barriers_per_step", sh.barriers},
                             {"units", sh.unit}};
       if (!sh.unit) loop["persistent"]["why_not_units"] = sh.whyNotUnits;
+      loop["fused"] = sh.fused ? nlohmann::json{{"kernels", fusedKernelNames(p, stage)},
+                                                {"launches_per_step", sh.fused},
+                                                {"weight_bytes_per_step", sh.stepwiseWeightBytes()}}
+                               : nlohmann::json(nullptr);
       nlohmann::json choices = nlohmann::json::array();
       for (int64_t B : kShownBatches) {
         const persist::Choice c = chooseOnH100(sh.loop(), B);
-        choices.push_back({{"batch", B},
-                           {"variant", c.grid ? "persistent" : "stepwise"},
-                           {"grid", c.grid},
-                           {"shared_bytes", c.shared},
-                           {"why", c.why}});
+        nlohmann::json choice = {{"batch", B},
+                                 {"variant", persist::variantName(c.variant)},
+                                 {"grid", c.grid},
+                                 {"shared_bytes", c.shared},
+                                 {"why", c.why}};
+        if (c.notPersistent) choice["not_persistent"] = c.notPersistent;
+        choices.push_back(choice);
       }
       loop["h100"] = choices;
     }

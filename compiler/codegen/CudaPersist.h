@@ -7,8 +7,11 @@
 // elements of them (<name>_units), a grid barrier before each product only.
 // Elsewhere it computes its slice of each product's outputs, runs the fused
 // kernels' bodies (<name>_step) over the step's rows like any block of their
-// grid, and the blocks meet at a grid barrier after each kernel. The host picks this or
-// the step-by-step launches at run time (rnnc/persistent.h's cost model).
+// grid, and the blocks meet at a grid barrier after each kernel. Loops local to
+// units also get a fused variant: a kernel a step per product (step_<stage>_<j>),
+// its blocks' rows of the product read from global memory, then the cell for their
+// units. The host picks one of these or the step-by-step launches at run time
+// (rnnc/persistent.h's cost model).
 #pragma once
 
 #include "codegen/KernelIR.h"
@@ -54,6 +57,7 @@ public:
     std::string whyNotUnits;
     int barriers = 0; // grid barriers a step: one a product by units, one a kernel not
     int64_t widest = 0; // the widest row a fused kernel sweeps (persist::Loop::widest)
+    int fused = 0;      // the fused variant's launches a step (its kernels); 0 where the loop has none (no units)
     bool persistent() const { return whyNot.empty(); }
     /// The weights one step reads from global memory step by step (each product's W).
     int64_t stepwiseWeightBytes() const;
@@ -62,11 +66,28 @@ public:
   };
   static Shape shape(const Program &p, int stage);
 
+  /// The fused variant of a loop: a launch a step per product, the product and
+  /// the fused kernels after it (`launches`, "step_<stage>_<j>"). The fused
+  /// kernels before the step's first product (`lead`) run at the end of the
+  /// step before's last launch, and alone before the first step
+  /// ("step_<stage>_start"). A loop without products: one launch a step.
+  struct FusedPlan {
+    std::vector<int> lead;
+    std::vector<std::vector<int>> launches;
+    std::vector<std::string> names; // "step_<stage>_start" first where there is a lead, then a launch's each
+  };
+  static FusedPlan fusedPlan(const Program &p, int stage);
+  /// fusedPlan's kernel names; none where the loop's step is not local to units.
+  static std::vector<std::string> fusedKernelNames(const Program &p, int stage);
+
   /// The __global__ persist_<stage>, with the comment naming its equations.
   std::string kernel() const;
+  /// The __global__ step_<stage>_<j> of the fused variant (empty where it has none).
+  std::string fusedKernels() const;
   /// The stage function: the choice at run time, then the one cooperative
-  /// launch, or the loop's kernels step by step. `kernelIndex`: persist_<stage>'s in kernel_[].
-  void stageFunction(Writer &w, int kernelIndex) const;
+  /// launch, the fused kernels a step, or the loop's kernels step by step.
+  /// `names`: kernel_[]'s (cudaKernelNames).
+  void stageFunction(Writer &w, const std::vector<std::string> &names) const;
 
   /// What `rnnc show --schedule --target cuda` says of every loop stage:
   /// launches and weight bytes a step each way, and which way rnnc/persistent.h

@@ -505,7 +505,10 @@ std::vector<std::string> cudaKernelNames(const Program &p) {
     if (CudaScanPrinter::runsInParallel(p, static_cast<int>(s)))
       for (const std::string &n : CudaScanPrinter::kernelNames(p, static_cast<int>(s))) names.push_back(n);
   for (size_t s = 0; s < p.stages.size(); ++s)
-    if (CudaPersistPrinter::persistent(p, static_cast<int>(s))) names.push_back(CudaPersistPrinter::kernelName(static_cast<int>(s)));
+    if (CudaPersistPrinter::persistent(p, static_cast<int>(s))) {
+      names.push_back(CudaPersistPrinter::kernelName(static_cast<int>(s)));
+      for (const std::string &n : CudaPersistPrinter::fusedKernelNames(p, static_cast<int>(s))) names.push_back(n);
+    }
   return names;
 }
 
@@ -571,14 +574,16 @@ std::string printCudaKernels(const Program &p, const SourceManager &sm) {
       out += (CudaPersistPrinter::inPersistentStage(p, static_cast<int>(k)) ? printer.stepKernel(p.kernels[k])
                                                                              : printer.kernel(p.kernels[k])) + "\n";
   // Loops that may run persistent: one cooperative kernel each, calling the step functions above
-  // or, where blocks own units, these.
+  // or, where blocks own units, these (which the fused variant's kernels a step call too).
   for (size_t s = 0; s < p.stages.size(); ++s)
     if (const int64_t unit = CudaPersistPrinter::shape(p, static_cast<int>(s)).unit)
       for (int k : p.stages[s].kernels)
         if (p.kernels[k].kind == KernelIR::Kind::Fused) out += printer.unitsKernel(p.kernels[k], unit) + "\n";
   for (size_t s = 0; s < p.stages.size(); ++s)
-    if (CudaPersistPrinter::persistent(p, static_cast<int>(s)))
-      out += CudaPersistPrinter(p, sm, static_cast<int>(s)).kernel() + "\n";
+    if (CudaPersistPrinter::persistent(p, static_cast<int>(s))) {
+      const CudaPersistPrinter persist(p, sm, static_cast<int>(s));
+      out += persist.kernel() + "\n" + persist.fusedKernels();
+    }
   // Loops run in parallel over time: their own kernels (above) step by step, or these.
   for (size_t s = 0; s < p.stages.size(); ++s)
     if (CudaScanPrinter::runsInParallel(p, static_cast<int>(s))) out += CudaScanPrinter(p, sm, static_cast<int>(s)).kernels();

@@ -216,10 +216,19 @@ def static_checks(sample, path, manifest):
     named = {s.get("persistent") for s in manifest["stages"]} - {None}
     if persists != named:
         fail(f"{sample}: {path}: persistent kernels {sorted(persists)}, the manifest's stages name {sorted(named)}")
-    if fused != set(kernels) - HELPERS - scans - persists:
+    # Its fused variant (a kernel a step per product): step_<stage>_<j> and step_<stage>_start, the
+    # manifest's stage lists them.
+    steps = {k for k in kernels if re.fullmatch(r"step_\d+_(?:\d+|start)", k)}
+    listed = {k for s in manifest["stages"] for k in s.get("fused", [])}
+    if steps != listed:
+        fail(f"{sample}: {path}: fused variants' kernels {sorted(steps)}, the manifest's stages list {sorted(listed)}")
+    for s in manifest["stages"]:
+        if s.get("fused") and not s.get("persistent"):
+            fail(f"{sample}: {path}: a stage with a fused variant but no persistent kernel: {s}")
+    if fused != set(kernels) - HELPERS - scans - persists - steps:
         fail(f"{sample}: manifest's fused kernels {sorted(fused)} are not the source's "
-             f"{sorted(set(kernels) - HELPERS - scans - persists)}")
-    for k in sorted((fused | scans | persists) - launched):
+             f"{sorted(set(kernels) - HELPERS - scans - persists - steps)}")
+    for k in sorted((fused | scans | persists | steps) - launched):
         fail(f"{sample}: {path}: kernel {k} is never launched")
     if manifest.get("target") != "cuda":
         fail(f"{sample}: manifest target is {manifest.get('target')!r}, not 'cuda'")

@@ -174,10 +174,12 @@ def check(rnnc, compare_bin, sample, flags, work, steps=T, batch=B, dims=None, c
         if r.returncode != 0:
             raise RuntimeError("{}: {} RNNC_EMULATOR_SEED={} {} failed ({}):\n{}{}".format(
                 label, " ".join(f"{k}={v}" for k, v in env.items()), seed, " ".join(cmd), r.returncode, r.stdout, r.stderr[-3000:]))
-        # Forced persistent, every loop that has the variant must have run it (rnnc/persistent.h).
-        fell_back = [line for line in r.stderr.splitlines() if line.startswith("rnnc: stage") and "step by step" in line]
-        if env.get("RNNC_CUDA_LOOPS") == "persistent" and fell_back:
-            raise RuntimeError("{}: RNNC_CUDA_LOOPS=persistent, yet:\n{}".format(label, "\n".join(fell_back)))
+        # Forced persistent or fused, every loop that has the variant must have run it (rnnc/persistent.h);
+        # a loop not local to units has no fused variant.
+        fell_back = [line for line in r.stderr.splitlines() if line.startswith("rnnc: stage") and "step by step" in line
+                     and "not local to units" not in line]
+        if env.get("RNNC_CUDA_LOOPS") in ("persistent", "fused") and fell_back:
+            raise RuntimeError("{}: RNNC_CUDA_LOOPS={}, yet:\n{}".format(label, env["RNNC_CUDA_LOOPS"], "\n".join(fell_back)))
         if expect:
             said = [line for line in r.stderr.splitlines() if line.startswith("rnnc: newton")]
             if not said or not all(line.endswith(expect) or expect in line for line in said):
@@ -186,7 +188,7 @@ def check(rnnc, compare_bin, sample, flags, work, steps=T, batch=B, dims=None, c
     return label, time.monotonic() - start
 
 
-STEPWISE, PERSISTENT = {"RNNC_CUDA_LOOPS": "stepwise"}, {"RNNC_CUDA_LOOPS": "persistent"}
+STEPWISE, PERSISTENT, FUSED = {"RNNC_CUDA_LOOPS": "stepwise"}, {"RNNC_CUDA_LOOPS": "persistent"}, {"RNNC_CUDA_LOOPS": "fused"}
 
 
 def delete_nth(marker, n):
@@ -242,6 +244,14 @@ MUTANTS = [
      replace("__device__ __forceinline__ void grid_sync(unsigned *) { rnnc_emulator::grid_sync(); }",
              "__device__ __forceinline__ void grid_sync(unsigned *) { if (blockIdx.x) rnnc_emulator::grid_sync(); }"),
      None, (), PERSISTENT),
+    # The fused variant (a kernel a step per product): the block barrier between a block's rows of
+    # the product and its cell, the first step's lead (backward's cell before its product), its own columns.
+    ("lstm", [], "forward's fused kernel without the block barrier between its product and its cell",
+     delete_nth("__syncthreads(); // what the block wrote, before its units read it", 1), None, (), FUSED),
+    ("lstm", [], "backward's fused variant without its first step's cell before the first product",
+     delete_lines('"step_2_start", c.grid'), None, (), FUSED),
+    ("lstm", [], "a fused kernel of backward reading W's first columns, not its own",
+     replace("const real w = W[j * outputs + row];", "const real w = W[j * outputs + o];"), None, (), FUSED),
     ("lstm", ["--cuda-graphs"], "a synchronize inside the capture",
      None, ("int failed = body(capture);", "cudaStreamSynchronize(capture);\n    int failed = body(capture);"), (), {}),
     ("lstm", ["--cuda-graphs"], "the loop captured on the legacy default stream",
@@ -304,10 +314,10 @@ def main():
     caller, off16 = {"RNNC_EMULATOR_CALLER_STREAM": "1"}, {"RNNC_EMULATOR_MISALIGN": "16"}
     envs_of = {"lstm": ({}, caller, off16), "bitagger": ({}, caller)}
     seeds_of = lambda s: STREAM_SEEDS if os.path.basename(s)[:-4] in TWO_STREAMS else SEEDS  # noqa: E731
-    # Loops both ways (docs/cuda.md#persistent-loops): the runs above with the cost model's choice
+    # Loops every way (docs/cuda.md#persistent-loops): the runs above with the cost model's choice
     # (persistent on the emulated device for most), and every sample again forced step by step
-    # (under one seed: check()).
-    runs = [(s, [], {"envs": envs_of.get(os.path.basename(s)[:-4], ({},)) + (STEPWISE,), "seeds": seeds_of(s)})
+    # (under one seed: check()) and forced fused (a kernel a step per product, under every seed).
+    runs = [(s, [], {"envs": envs_of.get(os.path.basename(s)[:-4], ({},)) + (STEPWISE, FUSED), "seeds": seeds_of(s)})
             for s in samples]
     runs += [(s, [], {"real": "float", "seeds": seeds_of(s)}) for s in samples]
     # 16 bits: every sample in bf16, a few in f16 (the same text but for the store type), under one
@@ -329,11 +339,13 @@ def main():
         runs += [(s, ["--tf32"], {"real": "float"}), (s, ["--cuda-graphs"], {"real": "float"})]
     # Forward-only builds (no workspace kept for backward: forward's loops write their states into
     # rings, which a persistent loop's blocks must not overwrite while others still read them).
-    runs += [(s, ["--forward-only"], {"cpu_flags": ["--forward-only"], "seeds": seeds_of(s)}) for s in samples]
+    runs += [(s, ["--forward-only"], {"cpu_flags": ["--forward-only"], "seeds": seeds_of(s),
+                                      "envs": ({}, FUSED) if os.path.basename(s)[:-4] in ("lstm", "bitagger", "mgu") else ({},)})
+             for s in samples]
     # Sequences of their own lengths (compare.cpp gives both builds the same): a forward loop, a
     # bidirectional one, and loops run in parallel over time (T = 100: two chunks and more).
     for s in named("lstm", "bitagger", "zoneout_lstm"):
-        runs.append((s, ["--lengths"], {"cpu_flags": ["--lengths"]}))
+        runs.append((s, ["--lengths"], {"cpu_flags": ["--lengths"], "envs": ({}, FUSED)}))
     # Each step's library calls cut to the sequences still running: a graph per set of lengths.
     for s in named("lstm"):
         runs.append((s, ["--lengths", "--cuda-graphs"], {"cpu_flags": ["--lengths"], "envs": ({}, caller)}))

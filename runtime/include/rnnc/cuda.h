@@ -230,9 +230,9 @@ struct PersistentKnown {
   int blocks = 0;
 };
 
-/// Whether the persistent kernel `kernel` (256 threads a block) runs loop `l`
-/// for B sequences on this device (persist::choose), and with what grid and
-/// shared memory; grid 0: step by step. Allows the kernel the shared memory
+/// How loop `l` runs for B sequences on this device (persist::choose):
+/// persistent (its kernel `kernel`, 256 threads a block) with what grid and
+/// shared memory, fused with what grid, or step by step. Allows the kernel the shared memory
 /// it needs. The device's attributes and the kernel's occupancy are asked
 /// once per device and kernel (every forward and backward calls this). With
 /// RNNC_LOOP_REPORT set, says on stderr what it chose and why.
@@ -278,10 +278,14 @@ inline persist::Choice persistent_choice(const void *kernel, const char *what, c
     }
   }
   if (std::getenv("RNNC_LOOP_REPORT")) {
-    if (c.grid)
+    if (c.variant == persist::Variant::Persistent)
       std::fprintf(stderr, "rnnc: %s: persistent, %u blocks, %lld bytes of shared memory each: %s\n", what, c.grid,
                    static_cast<long long>(c.shared), c.why);
-    else std::fprintf(stderr, "rnnc: %s: step by step: %s\n", what, c.why);
+    else if (c.variant == persist::Variant::Fused)
+      std::fprintf(stderr, "rnnc: %s: fused, a kernel of %u blocks a step per product: %s\n", what, c.grid, c.why);
+    else
+      std::fprintf(stderr, "rnnc: %s: step by step: %s%s%s%s\n", what, c.why, c.notPersistent ? " (not persistent: " : "",
+                   c.notPersistent ? c.notPersistent : "", c.notPersistent ? ")" : "");
   }
   return c;
 }

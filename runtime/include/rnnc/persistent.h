@@ -1,9 +1,12 @@
 // Which way a recurrent loop runs on a GPU (docs/cuda.md#persistent-loops):
 // persistent, one cooperative kernel for all T steps whose blocks keep the
 // loop's weights in shared memory and meet at grid barriers (one a product
-// where each block owns units, one a kernel where not), or step by step, a launch per kernel per step (cuBLAS
-// for the products). The generated host code asks at run time, with the
-// device it runs on; `rnnc show --schedule --target cuda` asks with an H100.
+// where each block owns units, one a kernel where not); fused, where blocks
+// own units, one kernel a step per product (its blocks' rows of the product,
+// read from global memory, then the cell for their units); or step by step, a
+// launch per kernel per step (cuBLAS for the products). The generated host
+// code asks at run time, with the device it runs on; `rnnc show --schedule
+// --target cuda` asks with an H100.
 // Plain C++: no CUDA header.
 #pragma once
 
@@ -37,7 +40,9 @@ struct Product {
 /// its units u (an LSTM's i, f, g, o rows of unit u); 0 where the blocks own
 /// slices of each product's outputs instead (docs/cuda.md#persistent-loops);
 /// and the widest row its blocks' fused kernels sweep (a step's B such rows
-/// must have 32-bit indices, as each product's weights and rows must).
+/// must have 32-bit indices, as each product's weights and rows must); the
+/// launches a step of its fused variant (0: none, its step is not local to
+/// units).
 struct Loop {
   const Product *products = nullptr;
   int count = 0;
@@ -46,6 +51,7 @@ struct Loop {
   int barriers = 0;
   int64_t units = 0;
   int64_t widest = 0;
+  int fused = 0;
 };
 
 /// Whether the persistent kernel's 32-bit indices reach every element it
@@ -67,19 +73,30 @@ inline int64_t rowsPerBlock(const Loop &l, const Product &p, int64_t grid) {
   return l.units ? p.outputs / l.units * ((l.units + grid - 1) / grid) : (p.outputs + grid - 1) / grid;
 }
 
-/// The choice: grid 0 means step by step; `why` says what decided it.
+/// The three ways a loop runs.
+enum class Variant { Stepwise, Persistent, Fused };
+inline const char *variantName(Variant v) {
+  return v == Variant::Persistent ? "persistent" : v == Variant::Fused ? "fused" : "stepwise";
+}
+
+/// The choice, and `why`: what decided it. `grid`: the persistent kernel's
+/// blocks, or the fused kernels'; 0 step by step. `notPersistent`: why not
+/// persistent where that was ruled out before the cost model (null if not).
 struct Choice {
+  Variant variant = Variant::Stepwise;
   unsigned grid = 0;
-  int64_t shared = 0; // dynamic shared memory per block, bytes
+  int64_t shared = 0; // the persistent kernel's dynamic shared memory per block, bytes
   const char *why = "";
+  const char *notPersistent = nullptr;
 };
 
 /// RNNC_CUDA_LOOPS: auto (the cost model, the default), persistent (whenever
-/// the weights fit), or stepwise.
-enum class Mode { Auto, Persistent, Stepwise };
+/// the weights fit), fused (where the loop has the variant), or stepwise.
+enum class Mode { Auto, Persistent, Fused, Stepwise };
 inline Mode modeFromEnvironment() {
   const char *m = std::getenv("RNNC_CUDA_LOOPS");
   if (m && std::strcmp(m, "persistent") == 0) return Mode::Persistent;
+  if (m && std::strcmp(m, "fused") == 0) return Mode::Fused;
   if (m && std::strcmp(m, "stepwise") == 0) return Mode::Stepwise;
   return Mode::Auto;
 }
@@ -100,16 +117,40 @@ constexpr double kHbmBytesPerUs = 3.0e6;      // 3 TB/s: the weights a stepwise 
 constexpr double kL2BytesPerUs = 5.0e6;       // 5 TB/s: every block reads the whole state every step
 constexpr double kFmaPerUsPerSm = 128 * 1.7e3; // 128 FMA lanes at 1.7 GHz
 constexpr double kPersistentEfficiency = 0.15; // one warp per dot product, weights from shared memory
+constexpr double kFusedEfficiency = 0.15;      // a warp per output row and four sequences, weights from L2
 constexpr double kCublasEfficiency = 0.5;
+constexpr int kFusedBlocksPerSm = 2;            // the fused kernels' blocks (of 256 threads): twice the SMs at most
+
+/// A step's products: their weights' bytes and their multiply-adds for B sequences.
+struct Work {
+  double weightBytes = 0, fma = 0;
+};
+inline Work work(const Loop &l, int64_t B) {
+  Work w;
+  for (int k = 0; k < l.count; ++k) {
+    const double weights = double(l.products[k].outputs) * double(l.products[k].reduce);
+    w.weightBytes += weights * double(l.realBytes);
+    w.fma += double(B) * weights;
+  }
+  return w;
+}
 
 /// Step by step: the launches, the weights read from memory, the products' work.
 inline double stepwiseMicroseconds(const Loop &l, const Gpu &g, int64_t B) {
-  double weights = 0, fma = 0;
-  for (int k = 0; k < l.count; ++k) {
-    weights += double(l.products[k].outputs) * double(l.products[k].reduce) * double(l.realBytes);
-    fma += double(B) * double(l.products[k].outputs) * double(l.products[k].reduce);
-  }
-  return l.kernels * kLaunchUs + weights / kHbmBytesPerUs + fma / (g.sms * kFmaPerUsPerSm * kCublasEfficiency);
+  const Work w = work(l, B);
+  return l.kernels * kLaunchUs + w.weightBytes / kHbmBytesPerUs + w.fma / (g.sms * kFmaPerUsPerSm * kCublasEfficiency);
+}
+
+/// Fused: a launch a step per product, every weight read from memory, the
+/// products' work at the fused kernels' rate.
+inline double fusedMicroseconds(const Loop &l, const Gpu &g, int64_t B) {
+  const Work w = work(l, B);
+  return l.fused * kLaunchUs + w.weightBytes / kHbmBytesPerUs + w.fma / (g.sms * kFmaPerUsPerSm * kFusedEfficiency);
+}
+
+/// The fused kernels' grid: blocks owning units, at most kFusedBlocksPerSm a multiprocessor.
+inline unsigned fusedGrid(const Loop &l, const Gpu &g) {
+  return static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>(l.units, int64_t(g.sms) * kFusedBlocksPerSm)));
 }
 
 /// Persistent: its grid barriers, every block reading the states its
@@ -123,26 +164,51 @@ inline double persistentMicroseconds(const Loop &l, int64_t grid, int64_t B) {
   return l.barriers * kGridBarrierUs + std::max(reads / kL2BytesPerUs, fma / (kFmaPerUsPerSm * kPersistentEfficiency));
 }
 
-/// Persistent or step by step, for B sequences on `g`. `blocksPerSm(shared)`
-/// says how many blocks with that much dynamic shared memory a
-/// multiprocessor holds at once (cudaOccupancyMaxActiveBlocksPerMultiprocessor).
+/// Why the persistent kernel cannot run loop `l` for B sequences on `g`
+/// (null where it can), and its grid and shared memory where it can.
 template <class Occupancy>
-inline Choice choose(const Loop &l, const Gpu &g, int64_t B, Mode mode, Occupancy blocksPerSm) {
-  if (mode == Mode::Stepwise) return {0, 0, "RNNC_CUDA_LOOPS=stepwise"};
-  if (!g.cooperative || g.sms < 1) return {0, 0, "the device has no cooperative launch"};
-  if (!indicesFit(l, B)) return {0, 0, "its rows at this B pass 32-bit indices"};
+inline const char *persistentRefusal(const Loop &l, const Gpu &g, int64_t B, Occupancy blocksPerSm, int64_t &grid,
+                                     int64_t &shared) {
+  if (!g.cooperative || g.sms < 1) return "the device has no cooperative launch";
+  if (!indicesFit(l, B)) return "its rows at this B pass 32-bit indices";
   int64_t widest = 1;
   for (int k = 0; k < l.count; ++k) widest = std::max(widest, l.products[k].outputs);
   // One block per multiprocessor, no more blocks than there are units (or outputs of the widest product).
-  const int64_t grid = std::min<int64_t>(g.sms, l.units ? l.units : widest);
-  const int64_t shared = sharedBytes(l, grid);
-  if (shared > g.sharedPerBlock) return {0, shared, "its weights do not fit in shared memory"};
-  if (blocksPerSm(shared) < 1) return {0, shared, "a block with its weights does not fit on a multiprocessor"};
-  const Choice persistent{static_cast<unsigned>(grid), shared, "RNNC_CUDA_LOOPS=persistent"};
-  if (mode == Mode::Persistent) return persistent;
-  if (persistentMicroseconds(l, grid, B) < stepwiseMicroseconds(l, g, B))
-    return {persistent.grid, shared, "the cost model expects it faster"};
-  return {0, shared, "the cost model expects cuBLAS step by step faster"};
+  grid = std::min<int64_t>(g.sms, l.units ? l.units : widest);
+  shared = sharedBytes(l, grid);
+  if (shared > g.sharedPerBlock) return "its weights do not fit in shared memory";
+  if (blocksPerSm(shared) < 1) return "a block with its weights does not fit on a multiprocessor";
+  return nullptr;
+}
+
+/// Persistent, fused or step by step, for B sequences on `g`. `blocksPerSm(shared)`
+/// says how many blocks of the persistent kernel with that much dynamic shared
+/// memory a multiprocessor holds at once (cudaOccupancyMaxActiveBlocksPerMultiprocessor).
+/// Where the cost model decides, the fastest of the ways the loop may run.
+template <class Occupancy>
+inline Choice choose(const Loop &l, const Gpu &g, int64_t B, Mode mode, Occupancy blocksPerSm) {
+  if (mode == Mode::Stepwise) return {Variant::Stepwise, 0, 0, "RNNC_CUDA_LOOPS=stepwise"};
+  // The fused kernels index in 32 bits as the persistent one does.
+  const char *notFused = !l.fused || !l.units ? "its step is not local to units"
+                         : g.sms < 1          ? "the device has no multiprocessor"
+                         : !indicesFit(l, B)  ? "its rows at this B pass 32-bit indices"
+                                              : nullptr;
+  const Choice fused{Variant::Fused, notFused ? 0u : fusedGrid(l, g), 0, "RNNC_CUDA_LOOPS=fused"};
+  if (mode == Mode::Fused) return notFused ? Choice{Variant::Stepwise, 0, 0, notFused} : fused;
+  int64_t grid = 0, shared = 0;
+  const char *notPersistent = persistentRefusal(l, g, B, blocksPerSm, grid, shared);
+  if (mode == Mode::Persistent) {
+    if (notPersistent) return {Variant::Stepwise, 0, shared, notPersistent};
+    return {Variant::Persistent, static_cast<unsigned>(grid), shared, "RNNC_CUDA_LOOPS=persistent"};
+  }
+  if (notPersistent && notFused) return {Variant::Stepwise, 0, shared, notPersistent};
+  const double stepwiseUs = stepwiseMicroseconds(l, g, B);
+  const double fusedUs = notFused ? stepwiseUs : fusedMicroseconds(l, g, B);
+  if (!notPersistent && persistentMicroseconds(l, grid, B) < std::min(stepwiseUs, fusedUs))
+    return {Variant::Persistent, static_cast<unsigned>(grid), shared, "the cost model expects it fastest"};
+  if (fusedUs < stepwiseUs)
+    return {Variant::Fused, fused.grid, shared, "the cost model expects one fused kernel a step faster", notPersistent};
+  return {Variant::Stepwise, 0, shared, "the cost model expects cuBLAS step by step faster", notPersistent};
 }
 
 } // namespace rnnc::persist
