@@ -458,8 +458,7 @@ std::string CudaPersistPrinter::fusedKernels() const {
     if (lead)
       for (int k : plan.lead)
         for (const SourceRange &r : p_.kernels[k].equations) all.equations.push_back(r);
-    w.line("// {}: stage {}'s loop, its fused variant (docs/cuda.md#persistent-loops):", name, stage_);
-    w.line("// {}.", what);
+    w.line("// {}: stage {}'s loop, {}", name, stage_, what);
     w.raw(CudaPrinter(p_, sm_).equationsComment(all));
     w.open("RNNC_KERNEL __launch_bounds__(256) void {}(const Workspace ws, const real *__restrict__ P, int64_t B, int64_t t{}) {{",
            name, lead ? ", int64_t next" : "");
@@ -491,11 +490,12 @@ std::string CudaPersistPrinter::fusedKernels() const {
     out += w.take() + "\n";
   };
   size_t name = 0;
-  if (!plan.lead.empty()) print(plan.names[name++], plan.lead, false, "the first step's fused kernels before its product");
+  if (!plan.lead.empty()) print(plan.names[name++], plan.lead, false, "its first step's kernels before the product (the fused variant)");
   for (size_t j = 0; j < plan.launches.size(); ++j, ++name)
     print(plan.names[name], plan.launches[j], j + 1 == plan.launches.size() && !plan.lead.empty(),
-          plan.launches.size() == 1 ? std::string("a step as one launch")
-                                    : fmt::format("launch {} of a step's {}", j + 1, plan.launches.size()));
+          fmt::format("{} (the fused variant: docs/cuda.md#persistent-loops)",
+                      plan.launches.size() == 1 ? std::string("a kernel a step")
+                                                : fmt::format("launch {} of a step's {}", j + 1, plan.launches.size())));
   return out;
 }
 

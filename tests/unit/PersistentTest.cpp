@@ -1,12 +1,15 @@
-// rnnc/persistent.h: the run-time choice between a loop's persistent kernel
-// and its launches step by step. The rows a block owns and the shared memory
-// they take, the modes, and where the persistent kernel's 32-bit indices
-// would not reach (indicesFit): it must then run step by step, even forced.
+// rnnc/persistent.h: the run-time choice between a loop's persistent kernel,
+// its fused variant (a kernel a step per product) and its launches step by
+// step. The rows a block owns and the shared memory they take, the modes,
+// where the persistent kernel's 32-bit indices would not reach (indicesFit):
+// it must then run step by step, even forced; and the three-way cost model.
 #include "rnnc/persistent.h"
 
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 using namespace rnnc;
 
@@ -14,7 +17,8 @@ namespace {
 
 /// An LSTM's loop, forward: one product W_hh [4H x H], two launches a step,
 /// one grid barrier, blocks owning units of H, its cell sweeping 4H.
-persist::Loop lstm(const persist::Product &product, int64_t H) { return {&product, 1, 2, 4, 1, H, 4 * H}; }
+/// Its fused variant: one launch a step.
+persist::Loop lstm(const persist::Product &product, int64_t H) { return {&product, 1, 2, 4, 1, H, 4 * H, 1}; }
 
 /// Every block fits on a multiprocessor.
 int roomy(int64_t) { return 1; }
@@ -71,4 +75,72 @@ TEST_CASE("the persistent kernel runs only where its 32-bit indices reach", "[pe
   CHECK_FALSE(persist::indicesFit(eight, lastB));
   eight.widest = 0;
   CHECK(persist::indicesFit(eight, lastB));
+}
+
+TEST_CASE("the fused variant: forced where the loop has it, its grid, step by step where it has none", "[persistent]") {
+  const persist::Product w{4 * 1024, 1024};
+  const persist::Loop l = lstm(w, 1024);
+  const persist::Gpu gpu = persist::h100();
+  const persist::Choice fused = persist::choose(l, gpu, 16, persist::Mode::Fused, roomy);
+  CHECK(fused.variant == persist::Variant::Fused);
+  CHECK(fused.grid == 2 * 132); // blocks owning units: two a multiprocessor, 1024 units
+  const persist::Product w64{4 * 64, 64};
+  const persist::Loop narrow = lstm(w64, 64);
+  CHECK(persist::choose(narrow, gpu, 16, persist::Mode::Fused, roomy).grid == 64); // no more blocks than units
+  persist::Loop slices = l;
+  slices.units = 0, slices.fused = 0; // a layer norm in the step: blocks own slices, no fused variant
+  const persist::Choice none = persist::choose(slices, gpu, 16, persist::Mode::Fused, roomy);
+  CHECK(none.variant == persist::Variant::Stepwise);
+  CHECK(std::strstr(none.why, "not local to units") != nullptr);
+  // Its 32-bit indices as the persistent kernel's.
+  const int64_t lastB = ((int64_t(1) << 31) - 1) / (4 * 1024);
+  CHECK(persist::choose(l, gpu, lastB + 1, persist::Mode::Fused, roomy).variant == persist::Variant::Stepwise);
+  CHECK(persist::choose(l, gpu, lastB, persist::Mode::Fused, roomy).variant == persist::Variant::Fused);
+}
+
+TEST_CASE("the cost model picks the fastest of the three ways", "[persistent]") {
+  const persist::Gpu gpu = persist::h100();
+  // H = 768 in float: W_hh fits on chip; persistent at small B, cuBLAS step by step at large B.
+  const persist::Product w768{4 * 768, 768};
+  const persist::Loop l768 = lstm(w768, 768);
+  const persist::Choice small = persist::choose(l768, gpu, 1, persist::Mode::Auto, roomy);
+  CHECK(small.variant == persist::Variant::Persistent);
+  CHECK(persist::persistentMicroseconds(l768, small.grid, 1) < persist::fusedMicroseconds(l768, gpu, 1));
+  CHECK(persist::choose(l768, gpu, 256, persist::Mode::Auto, roomy).variant == persist::Variant::Stepwise);
+  // H = 2048 in double: 128 MiB of W_hh fits on no chip. At B = 1 a fused kernel a step saves a
+  // launch; from B = 4 cuBLAS's products win. Both say why not persistent.
+  const persist::Product w2048{4 * 2048, 2048};
+  persist::Loop big = lstm(w2048, 2048);
+  big.realBytes = 8;
+  const persist::Choice one = persist::choose(big, gpu, 1, persist::Mode::Auto, roomy);
+  CHECK(one.variant == persist::Variant::Fused);
+  CHECK(one.grid == 2 * 132);
+  REQUIRE(one.notPersistent != nullptr);
+  CHECK(std::strstr(one.notPersistent, "do not fit") != nullptr);
+  CHECK(persist::fusedMicroseconds(big, gpu, 1) < persist::stepwiseMicroseconds(big, gpu, 1));
+  const persist::Choice four = persist::choose(big, gpu, 4, persist::Mode::Auto, roomy);
+  CHECK(four.variant == persist::Variant::Stepwise);
+  CHECK(four.notPersistent != nullptr);
+  // Neither other way: step by step, and the reason is why not persistent.
+  persist::Loop neither = big;
+  neither.fused = 0;
+  const persist::Choice stepwise = persist::choose(neither, gpu, 1, persist::Mode::Auto, roomy);
+  CHECK(stepwise.variant == persist::Variant::Stepwise);
+  CHECK(std::strstr(stepwise.why, "do not fit") != nullptr);
+  // A loop without the fused count (bundles before it) never runs fused.
+  persist::Loop older = big;
+  older.fused = 0;
+  CHECK(persist::choose(older, gpu, 1, persist::Mode::Fused, roomy).variant == persist::Variant::Stepwise);
+}
+
+TEST_CASE("RNNC_CUDA_LOOPS names the three ways", "[persistent]") {
+  setenv("RNNC_CUDA_LOOPS", "fused", 1);
+  CHECK(persist::modeFromEnvironment() == persist::Mode::Fused);
+  setenv("RNNC_CUDA_LOOPS", "persistent", 1);
+  CHECK(persist::modeFromEnvironment() == persist::Mode::Persistent);
+  setenv("RNNC_CUDA_LOOPS", "stepwise", 1);
+  CHECK(persist::modeFromEnvironment() == persist::Mode::Stepwise);
+  unsetenv("RNNC_CUDA_LOOPS");
+  CHECK(persist::modeFromEnvironment() == persist::Mode::Auto);
+  CHECK(std::string(persist::variantName(persist::Variant::Fused)) == "fused");
 }
