@@ -11,8 +11,9 @@
 #           RNNC_LDFLAGS and LD_LIBRARY_PATH), as the GPU tests need
 #   tests   tests/gpu/run.py: CUDA results against CPU results on every sample
 #   persist the same with every loop forced persistent (one cooperative kernel a loop,
-#           docs/cuda.md#persistent-loops), then bench/gpu/persistent.py: LSTM and GRU,
-#           persistent against step by step, B 1 4 16 64, H 256 768, and the cost model's pick;
+#           docs/cuda.md#persistent-loops), and again forced fused (a kernel a step per
+#           product), then bench/gpu/persistent.py: LSTM and GRU, persistent and fused
+#           against step by step, B 1 4 16 64, H 256 768, and the cost model's pick;
 #           written to docs/benchmarks/gpu-persistent.md
 #   abi     tests/cuda/no_device.cpp on the LSTM --jit bundle: ABI v3 on a GPU (the
 #           caller's stream, forward's results, two threads at once)
@@ -140,13 +141,24 @@ if [ "$tests_rc" != 77 ] && [ $scan_only = 0 ]; then
     persist_result="tests FAILED persistent (exit $persist_rc, $fell_back loops step by step; $out/persist-tests.log)"
     failed=1
   fi
+  # Forced fused: every loop local to units runs a kernel a step per product (the others step by step).
+  RNNC_CUDA_LOOPS=fused RNNC_LOOP_REPORT=1 with_blas timeout -k 10 150 python3 tests/gpu/run.py --rnnc "$rnnc" \
+    --samples samples >"$out/fused-tests.log" 2>&1
+  fused_rc=$?
+  fell_back=$(grep "step by step" "$out/fused-tests.log" | grep -vc "not local to units")
+  if [ $fused_rc = 0 ] && [ "$fell_back" = 0 ]; then
+    persist_result+=", fused ($(grep -c 'fused,' "$out/fused-tests.log") loop runs)"
+  else
+    persist_result+="; tests FAILED fused (exit $fused_rc, $fell_back loops step by step; $out/fused-tests.log)"
+    failed=1
+  fi
   with_blas timeout -k 10 150 python3 bench/gpu/persistent.py --rnnc "$rnnc" --budget-s 100 \
     >"$out/persistent.md" 2>"$out/persistent.log"
   case $? in
     0) persist_result+="; timed: docs/benchmarks/gpu-persistent.md" ;;
     *) persist_result+="; timing FAILED ($out/persistent.log)"; failed=1 ;;
   esac
-  { echo "# GPU: persistent loops against step by step"; echo
+  { echo "# GPU: persistent and fused loops against step by step"; echo
     echo "Measured by \`bash tools/gpu-check.sh\` on" \
          "$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || echo 'a GPU')," \
          "source ${RNNC_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}, $(date -u +%F), T = 100," \

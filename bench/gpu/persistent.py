@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
-"""Persistent loops against the same loops step by step (docs/cuda.md#persistent-loops):
+"""Persistent and fused loops against the same loops step by step (docs/cuda.md#persistent-loops):
 rnnc bench --device cuda (bench/gpu/rnnc_bench.py's rows) of the LSTM and GRU at T = --seq,
-each row with RNNC_CUDA_LOOPS=stepwise, then =persistent, then the cost model's own choice
-(RNNC_LOOP_REPORT says which way each loop ran). Prints a Markdown table: forward and
-forward+backward ms each way, the speedup, and which way the cost model picks.
+each row with RNNC_CUDA_LOOPS=stepwise, then =persistent, then =fused (a kernel a step per
+product), then the cost model's own choice (RNNC_LOOP_REPORT says which way each loop ran).
+Prints a Markdown table: forward and forward+backward ms each way, the speedups over step by
+step, and which way the cost model picks (the constants in rnnc/persistent.h are checked
+against these rows).
 
-Exit 77 when there is no GPU, 1 when a row failed or a forced persistent loop did not run
-persistent, else 0.
+Exit 77 when there is no GPU, 1 when a row failed or a forced persistent or fused loop ran
+another way, else 0.
 
 Usage: persistent.py --rnnc PATH [--batch 1 4 16 64] [--hidden 256 768] [--seq 100]
                      [--runs 10] [--warmup 3] [--budget-s S]"""
@@ -36,35 +38,45 @@ def main():
     ap.add_argument("--budget-s", type=float, default=None, help="start no row after this many seconds")
     args = ap.parse_args()
     start = time.monotonic()
-    print("| cell | H | B | step by step fwd / fwd+bwd ms | persistent fwd / fwd+bwd ms | fwd+bwd speedup | auto picks |")
-    print("|---|---:|---:|---:|---:|---:|---|")
+    print("| cell | H | B | step by step fwd / fwd+bwd ms | persistent fwd / fwd+bwd ms | fused fwd / fwd+bwd ms "
+          "| fwd+bwd speedup persistent / fused | auto picks |")
+    print("|---|---:|---:|---:|---:|---:|---:|---|")
     failed = False
     for cell in ("lstm", "gru"):
         for H in args.hidden:
             for B in args.batch:
                 if args.budget_s is not None and time.monotonic() - start > args.budget_s:
-                    print(f"| {cell} | {H} | {B} | not run: over the budget ({args.budget_s:.0f} s) | | | |")
+                    print(f"| {cell} | {H} | {B} | not run: over the budget ({args.budget_s:.0f} s) | | | | |")
                     continue
                 report = {"RNNC_LOOP_REPORT": "1"}
                 stepwise, stderr = rnnc_bench.bench(args.rnnc, cell, B, H, args, env={**report, "RNNC_CUDA_LOOPS": "stepwise"})
                 if "error" in stepwise and ("no CUDA device" in stderr or not glob.glob("/dev/nvidia[0-9]*")):
                     print(f"no GPU: {stepwise['error']}", file=sys.stderr)
                     return 77
-                persistent, forced = rnnc_bench.bench(args.rnnc, cell, B, H, args,
-                                                      env={**report, "RNNC_CUDA_LOOPS": "persistent"})
+                forced = {}
+                for way in ("persistent", "fused"):
+                    forced[way] = rnnc_bench.bench(args.rnnc, cell, B, H, args, env={**report, "RNNC_CUDA_LOOPS": way})
                 _, auto = rnnc_bench.bench(args.rnnc, cell, B, H, args, env=report)
-                if "error" in stepwise or "error" in persistent:
+                results = [stepwise] + [forced[way][0] for way in ("persistent", "fused")]
+                if any("error" in r for r in results):
                     failed = True
-                    print(f"| {cell} | {H} | {B} | {stepwise.get('error', '')[:80]} | {persistent.get('error', '')[:80]} | | |")
+                    print(f"| {cell} | {H} | {B} | " + " | ".join(r.get("error", "")[:80] for r in results) + " | | |")
                     continue
-                if any("step by step" in line for line in loops(forced)):
-                    failed = True  # forced persistent, yet a loop ran step by step
-                    print(f"{cell} H={H} B={B}: RNNC_CUDA_LOOPS=persistent, yet {loops(forced)}", file=sys.stderr)
-                ways = {"persistent" if "persistent" in line else "step by step" for line in loops(auto)}
+                for way, (_, said) in forced.items():
+                    # Forced, yet a loop ran another way (a loop not local to units has no fused variant).
+                    other = [line for line in loops(said) if f": {way}," not in line and "not local to units" not in line]
+                    if other:
+                        failed = True
+                        print(f"{cell} H={H} B={B}: RNNC_CUDA_LOOPS={way}, yet {other}", file=sys.stderr)
+                ways = {"persistent" if ": persistent," in line else "fused" if ": fused," in line else "step by step"
+                        for line in loops(auto)}
                 picks = " and ".join(sorted(ways)) or "?"
+                persistent, fused = results[1], results[2]
                 print(f"| {cell} | {H} | {B} | {stepwise['forward_ms']:.3f} / {stepwise['fwdbwd_ms']:.3f} | "
                       f"{persistent['forward_ms']:.3f} / {persistent['fwdbwd_ms']:.3f} | "
-                      f"{stepwise['fwdbwd_ms'] / persistent['fwdbwd_ms']:.2f}x | {picks} |", flush=True)
+                      f"{fused['forward_ms']:.3f} / {fused['fwdbwd_ms']:.3f} | "
+                      f"{stepwise['fwdbwd_ms'] / persistent['fwdbwd_ms']:.2f}x / {stepwise['fwdbwd_ms'] / fused['fwdbwd_ms']:.2f}x "
+                      f"| {picks} |", flush=True)
     return 1 if failed else 0
 
 
