@@ -101,10 +101,17 @@ def compare(target, manifest, found):
                 e = os.path.basename(e.rsplit(":", 1)[0]) + ":" + e.rsplit(":", 1)[1]
                 if e not in equations:
                     equations.append(e)
-        if k["equations"] != equations:
+        fused = k["name"].startswith("step_")  # a fused launch runs some of its loop's kernels
+        if fused and not (k["equations"] and set(k["equations"]) <= set(equations)):
+            bad.append(f"{k['name']}: the comment names {k['equations']}, not some of its loop's kernels' {equations}")
+        if not fused and k["equations"] != equations:
             bad.append(f"{k['name']}: the comment names {k['equations']}, its loop's kernels {equations}")
         if not k["launches"]:
             bad.append(f"{k['name']}: never launched")
+        elif fused:
+            stage_function = "stage_" + k["name"].split("_")[1]
+            if not any(l["function"] == stage_function and not l["cooperative"] for l in k["launches"]):
+                bad.append(f"{k['name']}: not launched from {stage_function}")
         elif k["name"].startswith("persist_"):  # from its stage function, all its blocks at once
             stage_function = "stage_" + k["name"].split("_")[1]
             if not any(l["function"] == stage_function and l["cooperative"] for l in k["launches"]):
@@ -124,7 +131,13 @@ def compare(target, manifest, found):
 def scan_stage(manifest, name):
     """The manifest stage whose loop kernel `name` runs in parallel over time
     (scan_2, newton_1_solve: stage 2, stage 1) or persistent (persist_1, which
-    the stage must name), or None."""
+    the stage must name) or fused (step_1_0, step_2_start, which the stage must
+    list), or None."""
+    m = re.fullmatch(r"step_(\d+)_(?:\d+|start)", name)  # the fused variant's kernels, which the stage lists
+    if m:
+        stages = manifest["stages"]
+        stage = stages[int(m.group(1))] if int(m.group(1)) < len(stages) else None
+        return stage if stage and name in stage.get("fused", []) else None
     m = re.fullmatch(r"persist_(\d+)", name)
     if m:
         stages = manifest["stages"]
