@@ -443,9 +443,11 @@ std::string CudaPersistPrinter::fusedKernels() const {
   const int64_t unit = shape_.unit;
   const FusedPlan plan = fusedPlan(p_, stage_);
   std::string out;
-  auto units = [&](Writer &w, const std::vector<int> &kernels, const char *rows) {
+  // The fused kernels' steps for the block's units, a block barrier before each but a launch's first.
+  auto units = [&](Writer &w, const std::vector<int> &kernels, const char *rows, bool first) {
     for (int k : kernels) {
-      w.line("__syncthreads(); // what the block wrote, before its units read it");
+      if (!first) w.line("__syncthreads(); // what the block wrote, before its units read it");
+      first = false;
       w.line("{}_units(ws, P, B, {}, units);", p_.kernels[k].name, rows);
     }
   };
@@ -477,14 +479,14 @@ std::string CudaPersistPrinter::fusedKernels() const {
       w.line("fused_product({0}, {1}, units, {2}, {3}, {4}, {5}, {6}, int(B), {7}); // {8}", o.weights,
              o.transposed ? "true" : "false", unit, o.reduce, o.in, o.out, o.outputs, p_.hasLengths ? "running" : "int(B)",
              p_.kernels[kernels.front()].name);
-      units(w, std::vector<int>(kernels.begin() + 1, kernels.end()), "r0, r0 + B");
+      units(w, std::vector<int>(kernels.begin() + 1, kernels.end()), "r0, r0 + B", false);
     } else {
-      for (int k : kernels) w.line("{}_units(ws, P, B, t * B, (t + 1) * B, units);", p_.kernels[k].name);
+      units(w, kernels, "t * B, (t + 1) * B", true);
     }
     if (lead) {
       w.line("// The next step's kernels before its product (none after the loop's last step).");
       w.line("if (next < 0) return;");
-      units(w, plan.lead, "next * B, (next + 1) * B");
+      units(w, plan.lead, "next * B, (next + 1) * B", false);
     }
     w.close();
     out += w.take() + "\n";
