@@ -75,6 +75,10 @@ __device__ __forceinline__ Slice block_slice(int n) {
 // with unit = outputs, one piece: the slice s of the outputs. Row o of them:
 __device__ __forceinline__ int owned_row(Slice s, int unit, int o) { return o / s.count * unit + s.first + o % s.count; }
 
+// A value kept on chip holds, per sequence, only the block's units of each piece:
+// element i of its row (a unit the block owns) is there at owned_row's inverse.
+__device__ __forceinline__ int chip_element(Slice s, int unit, int i) { return i / unit * s.count + i % unit - s.first; }
+
 // The weights of the block's rows into shared memory, w[o][j] for o < its rows,
 // j < reduce: rows of W [outputs][reduce], or (transposed) columns of W [reduce][outputs].
 __device__ void persist_load(const real *__restrict__ W, bool transposed, int outputs, int reduce, int unit, Slice s,
@@ -88,9 +92,10 @@ __device__ void persist_load(const real *__restrict__ W, bool transposed, int ou
 
 // The block's rows of one step's product: out[r][row(o)] = sum_j w[o][j] in[r][j]
 // for the m rows (sequences) of the step, zero for rows running <= r (--lengths: past
-// their end). A warp per (row, output), its lanes over j, summed in a fixed order.
+// their end); on_chip: out[r][o], the block's rows in its shared memory. A warp per
+// (row, output), its lanes over j, summed in a fixed order.
 __device__ void persist_product(const real *__restrict__ w, Slice s, int unit, int reduce, const real *__restrict__ in,
-                                real *__restrict__ out, int outputs, int m, int running) {
+                                real *__restrict__ out, int outputs, int m, int running, bool on_chip) {
   const int lane = threadIdx.x & 31, warps = blockDim.x >> 5;
   const int rows = outputs / unit * s.count;
   for (int e = threadIdx.x >> 5; e < m * rows; e += warps) {
@@ -100,7 +105,7 @@ __device__ void persist_product(const real *__restrict__ w, Slice s, int unit, i
       for (int j = lane; j < reduce; j += 32) v += w[o * reduce + j] * in[r * reduce + j];
       v = warp_sum(v);
     }
-    if (lane == 0) out[r * outputs + owned_row(s, unit, o)] = v;
+    if (lane == 0) out[on_chip ? r * rows + o : r * outputs + owned_row(s, unit, o)] = v;
   }
 }
 )cuda";
@@ -109,9 +114,11 @@ __device__ void persist_product(const real *__restrict__ w, Slice s, int unit, i
 const char *kFusedProduct = R"cuda(
 // The block's rows of one step's product in a fused loop's kernel (its weights in
 // global memory, read once a launch for every four rows): out[r][row(o)] =
-// sum_j W[row(o)][j] in[r][j], or W[j][row(o)] transposed, zero for rows running <= r.
+// sum_j W[row(o)][j] in[r][j], or W[j][row(o)] transposed, zero for rows running <= r;
+// on_chip: out[r][o], as persist_product's.
 __device__ void fused_product(const real *__restrict__ W, bool transposed, Slice s, int unit, int reduce,
-                              const real *__restrict__ in, real *__restrict__ out, int outputs, int m, int running) {
+                              const real *__restrict__ in, real *__restrict__ out, int outputs, int m, int running,
+                              bool on_chip) {
   const int rows = outputs / unit * s.count, quads = (m + 3) / 4;
   if (transposed) {
     // W [reduce][outputs]: a thread per (output, four rows), consecutive threads on
@@ -124,7 +131,7 @@ __device__ void fused_product(const real *__restrict__ W, bool transposed, Slice
         for (int q = 0; q < 4; ++q)
           if (r0 + q < running) v[q] += w * in[(r0 + q) * reduce + j];
       }
-      for (int q = 0; q < 4 && r0 + q < m; ++q) out[(r0 + q) * outputs + row] = v[q];
+      for (int q = 0; q < 4 && r0 + q < m; ++q) out[on_chip ? (r0 + q) * rows + o : (r0 + q) * outputs + row] = v[q];
     }
     return;
   }
@@ -141,7 +148,7 @@ __device__ void fused_product(const real *__restrict__ W, bool transposed, Slice
     }
     for (int q = 0; q < 4 && r0 + q < m; ++q) {
       const real sum = warp_sum(v[q]);
-      if (lane == 0) out[(r0 + q) * outputs + row] = sum;
+      if (lane == 0) out[on_chip ? (r0 + q) * rows + o : (r0 + q) * outputs + row] = sum;
     }
   }
 }
@@ -323,6 +330,55 @@ CudaPersistPrinter::FusedPlan CudaPersistPrinter::fusedPlan(const Program &p, in
 
 std::vector<std::string> CudaPersistPrinter::fusedKernelNames(const Program &p, int stage) { return fusedPlan(p, stage).names; }
 
+OnChip CudaPersistPrinter::onChip(const Program &p, int stage, int64_t unit) {
+  OnChip chip;
+  if (!unit) return chip;
+  // The launch of the fused variant each kernel of the step runs in: 0 before
+  // the first product, j + 1 from product j to the next.
+  std::map<int, int> launchOf;
+  int launch = 0;
+  for (int k : p.stages[stage].kernels) launchOf[k] = launch += isProduct(p.kernels[k]);
+  // Every kernel of the program that touches each buffer, and whether a product reads it.
+  std::map<int, std::set<int>> touching;
+  std::set<int> productReads;
+  for (size_t k = 0; k < p.kernels.size(); ++k) {
+    const KernelIR &kernel = p.kernels[k];
+    const int at = static_cast<int>(k);
+    if (kernel.kind != KernelIR::Kind::Fused) {
+      for (int b : {kernel.out, kernel.a, kernel.b})
+        if (b >= 0) touching[b].insert(at);
+      if (kernel.a >= 0) productReads.insert(kernel.a);
+      if (kernel.b >= 0) productReads.insert(kernel.b);
+      continue;
+    }
+    forEachSweep(kernel, [&](const Sweep &sw) {
+      for (const Instr &in : sw.body) {
+        if (in.store >= 0) touching[in.store].insert(at);
+        for (const Operand &o : in.args)
+          if (o.kind == Operand::Kind::Load) touching[o.buffer].insert(at);
+      }
+    });
+  }
+  auto isPort = [&](int b) {
+    for (const auto *ports : {&p.inputs, &p.outputs, &p.states, &p.seeds, &p.inputGrads, &p.stateGrads, &p.stateSeeds})
+      for (const PortIR &port : *ports)
+        if (port.buffer == b) return true;
+    return false;
+  };
+  int64_t offset = 0;
+  for (const auto &[b, kernels] : touching) {
+    const Buffer &buffer = p.buffers[b];
+    if (!buffer.stepLocal || buffer.half || buffer.index || buffer.width % unit || productReads.count(b) || isPort(b))
+      continue;
+    std::set<int> launches;
+    for (int k : kernels) launches.insert(launchOf.count(k) ? launchOf[k] : -1);
+    if (launches.size() != 1 || *launches.begin() < 0) continue;
+    chip[b] = {offset, buffer.width / unit};
+    offset += buffer.width / unit;
+  }
+  return chip;
+}
+
 CudaPersistPrinter::Shape CudaPersistPrinter::shape(const Program &p, int stage) {
   const StageIR &st = p.stages[stage];
   Shape sh;
@@ -338,6 +394,8 @@ CudaPersistPrinter::Shape CudaPersistPrinter::shape(const Program &p, int stage)
   sh.unit = unitWidth(p, stage, &sh.whyNotUnits);
   sh.barriers = sh.unit ? static_cast<int>(sh.products.size()) : sh.launches;
   sh.fused = static_cast<int>(fusedPlan(p, stage).launches.size());
+  sh.chip = onChip(p, stage, sh.unit);
+  for (const auto &[buffer, region] : sh.chip) sh.chipPieces += region.pieces;
   return sh;
 }
 
@@ -349,14 +407,26 @@ int64_t CudaPersistPrinter::Shape::stepwiseWeightBytes() const {
 
 persist::Loop CudaPersistPrinter::Shape::loop() const {
   return {products.empty() ? nullptr : products.data(), static_cast<int>(products.size()), launches, realBytes, barriers, unit,
-          widest, fused};
+          widest, fused, chipPieces};
 }
+
+std::string CudaPersistPrinter::chipNames() const {
+  std::string names;
+  for (const auto &[buffer, region] : shape_.chip) names += (names.empty() ? "" : ", ") + p_.buffers[buffer].name;
+  return names;
+}
+
+std::string CudaPersistPrinter::chipArgument(const KernelIR &k) const { return touchesChip(k, shape_.chip) ? ", chip" : ""; }
 
 CudaPersistPrinter::Operands CudaPersistPrinter::operands(const KernelIR &k) const {
   Operands o;
   const Buffer &in = p_.buffers[k.a], &out = p_.buffers[k.out];
   o.in = fmt::format("ws.{} + {}", in.name, CPrinter::rowOffset(in, k.aDelay, "r0"));
   o.out = fmt::format("ws.{} + {}", out.name, CPrinter::rowOffset(out, 0, "r0"));
+  if (auto at = shape_.chip.find(k.out); at != shape_.chip.end()) { // the block's rows in its shared memory
+    o.out = at->second.offset ? fmt::format("chip + B * {} * units.count", at->second.offset) : "chip";
+    o.onChip = "true";
+  }
   o.weights = fmt::format("{} + {}", k.dropped ? "ws.dropped" : "P", k.paramOffset);
   o.transposed = k.kind == KernelIR::Kind::GemmT;
   o.outputs = o.transposed ? k.cols : k.rows;
@@ -410,6 +480,10 @@ std::string CudaPersistPrinter::kernel() const {
     next = pieces > 1 ? fmt::format("{}_w + {} * (({} + gridDim.x - 1) / gridDim.x) * {}", k.name, pieces, span, o.reduce)
                       : fmt::format("{}_w + ({} + gridDim.x - 1) / gridDim.x * {}", k.name, span, o.reduce);
   }
+  if (!shape_.chip.empty()) {
+    w.line("// The step's values that never leave the block ({}), after the weights", chipNames());
+    w.line("real *chip = {};", next);
+  }
   w.line("__syncthreads(); // the weights are in");
   w.open("for (int64_t step = 0; step < T; ++step) {{");
   w.line("const int64_t t = {}, r0 = t * B, r1 = r0 + B;", s_.direction > 0 ? "step" : "T - 1 - step");
@@ -423,11 +497,11 @@ std::string CudaPersistPrinter::kernel() const {
                           : "__syncthreads(); // what the block wrote, before its units read it");
     if (isProduct(k)) {
       const Operands o = operands(k);
-      w.line("persist_product({0}_w, {1}, {2}, {3}, {4}, {5}, {6}, int(B), {7}); // {0}", k.name,
+      w.line("persist_product({0}_w, {1}, {2}, {3}, {4}, {5}, {6}, int(B), {7}, {8}); // {0}", k.name,
              unit ? "units" : k.name + "_slice", unit ? unit : o.outputs, o.reduce, o.in, o.out, o.outputs,
-             p_.hasLengths ? "running" : "int(B)");
+             p_.hasLengths ? "running" : "int(B)", o.onChip);
     } else {
-      w.line(unit ? "{}_units(ws, P, B, r0, r1, units);" : "{}_step(ws, P, B, r0, r1);", k.name);
+      w.line(unit ? "{}_units(ws, P, B, r0, r1, units{});" : "{}_step(ws, P, B, r0, r1);", k.name, chipArgument(k));
     }
     if (!unit) w.line("grid_sync(barrier);");
   }
@@ -448,7 +522,7 @@ std::string CudaPersistPrinter::fusedKernels() const {
     for (int k : kernels) {
       if (!first) w.line("__syncthreads(); // what the block wrote, before its units read it");
       first = false;
-      w.line("{}_units(ws, P, B, {}, units);", p_.kernels[k].name, rows);
+      w.line("{}_units(ws, P, B, {}, units{});", p_.kernels[k].name, rows, chipArgument(p_.kernels[k]));
     }
   };
   // Kernel `name`: `kernels` (a product first, or none) for step t, then (`lead`) the next step's lead.
@@ -472,13 +546,18 @@ std::string CudaPersistPrinter::fusedKernels() const {
       w.line("// Each block owns a slice of the loop's {} units and runs the fused kernels for them.", unit);
     }
     w.line("const Slice units = block_slice({});", unit);
+    bool chip = false;
+    for (int k : kernels) chip |= touchesChip(p_.kernels[k], shape_.chip) || shape_.chip.count(p_.kernels[k].out);
+    if (lead)
+      for (int k : plan.lead) chip |= touchesChip(p_.kernels[k], shape_.chip);
+    if (chip) w.line("real *chip = dynamic_shared(); // {}: B rows of the block's units each", chipNames());
     if (product) {
       const Operands o = operands(p_.kernels[kernels.front()]);
       w.line("const int64_t r0 = t * B;");
       if (p_.hasLengths) w.line("const int running = running_rows(ws.lengths, int(B), t);");
-      w.line("fused_product({0}, {1}, units, {2}, {3}, {4}, {5}, {6}, int(B), {7}); // {8}", o.weights,
+      w.line("fused_product({0}, {1}, units, {2}, {3}, {4}, {5}, {6}, int(B), {7}, {8}); // {9}", o.weights,
              o.transposed ? "true" : "false", unit, o.reduce, o.in, o.out, o.outputs, p_.hasLengths ? "running" : "int(B)",
-             p_.kernels[kernels.front()].name);
+             o.onChip, p_.kernels[kernels.front()].name);
       units(w, std::vector<int>(kernels.begin() + 1, kernels.end()), "r0, r0 + B", false);
     } else {
       units(w, kernels, "t * B, (t + 1) * B", true);
@@ -521,10 +600,11 @@ void CudaPersistPrinter::stageFunction(Writer &w, const std::vector<std::string>
     list += fmt::format("{}{{{}, {}}}", list.empty() ? "" : ", ", pr.outputs, pr.reduce);
   if (!list.empty())
     w.line("static const rnnc::persist::Product products[] = {{{}}}; // {{outputs, reduce}} of each product", list);
-  w.line("// {{products, count, launches a step, bytes of a real, grid barriers a step, units, widest row swept, fused "
-         "launches a step}}");
-  w.line("const rnnc::persist::Loop loop{{{}, {}, {}, sizeof(real), {}, {}, {}, {}}};", list.empty() ? "nullptr" : "products",
-         shape_.products.size(), shape_.launches, shape_.barriers, shape_.unit, shape_.widest, shape_.fused);
+  w.line("// {{products, count, launches a step, bytes of a real, grid barriers a step, units, widest row swept,");
+  w.line("//  fused launches a step, values on chip per unit}}");
+  w.line("const rnnc::persist::Loop loop{{{}, {}, {}, sizeof(real), {}, {}, {}, {}, {}}};", list.empty() ? "nullptr" : "products",
+         shape_.products.size(), shape_.launches, shape_.barriers, shape_.unit, shape_.widest, shape_.fused,
+         shape_.chipPieces);
   w.line("const rnnc::persist::Choice c = persistent_choice(kernel_[{}], \"stage {}\", loop, B);", kernelIndex, stage_);
   w.open("if (c.variant == rnnc::persist::Variant::Persistent) {{");
   w.line("unsigned *barrier = ws.grid_barrier + {};", 2 * stage_);
@@ -537,7 +617,8 @@ void CudaPersistPrinter::stageFunction(Writer &w, const std::vector<std::string>
   if (shape_.fused) {
     w.open("if (c.variant == rnnc::persist::Variant::Fused) {{");
     if (!fusedPlan(p_, stage_).lead.empty())
-      w.line("if (T > 0 && !launch(kernel_[{}], \"{}\", c.grid, 256, s, ws, P, B, {})) return 1;",
+      w.line("if (T > 0 && !launch_shared(kernel_[{}], \"{}\", c.grid, 256, static_cast<size_t>(c.shared), s, ws, P, B, {})) "
+             "return 1;",
              indexOf(fusedKernelNames(p_, stage_).front()), fusedKernelNames(p_, stage_).front(),
              s_.direction > 0 ? "int64_t(0)" : "T - 1");
     if (s_.direction > 0) w.open("for (int64_t t = 0; t < T; ++t) {{");
@@ -547,7 +628,8 @@ void CudaPersistPrinter::stageFunction(Writer &w, const std::vector<std::string>
     for (size_t j = 0; j < plan.launches.size(); ++j) {
       const std::string &name = plan.names[j + lead];
       const bool last = lead && j + 1 == plan.launches.size();
-      w.line("if (!launch(kernel_[{}], \"{}\", c.grid, 256, s, ws, P, B, t{})) return 1;", indexOf(name), name,
+      w.line("if (!launch_shared(kernel_[{}], \"{}\", c.grid, 256, static_cast<size_t>(c.shared), s, ws, P, B, t{})) return 1;",
+             indexOf(name), name,
              !last ? "" : s_.direction > 0 ? ", t + 1 < T ? t + 1 : int64_t(-1)" : ", t - 1");
     }
     w.close();
@@ -591,8 +673,11 @@ std::string CudaPersistPrinter::loopsText(const Program &p) {
     }
     out += fmt::format("; {}: no launch and no weight read a step, {} grid barrier{} a step, ", kernelName(stage), sh.barriers,
                        sh.barriers == 1 ? "" : "s");
-    out += sh.unit ? fmt::format("each block owning units of {}\n    fused ({}): {} launch{} and {} bytes of weights read a step\n",
-                                 sh.unit, fmt::join(fusedKernelNames(p, stage), ", "), sh.fused, sh.fused == 1 ? "" : "es",
+    std::vector<std::string> chip;
+    for (const auto &[buffer, region] : sh.chip) chip.push_back(p.buffers[buffer].name);
+    out += sh.unit ? fmt::format("each block owning units of {}{}\n    fused ({}): {} launch{} and {} bytes of weights read a step\n",
+                                 sh.unit, chip.empty() ? "" : fmt::format(", keeping {} on chip", fmt::join(chip, ", ")),
+                                 fmt::join(fusedKernelNames(p, stage), ", "), sh.fused, sh.fused == 1 ? "" : "es",
                                  sh.stepwiseWeightBytes())
                    : fmt::format("each block a slice of each product (not by units: {}); no fused variant\n", sh.whyNotUnits);
     for (int64_t B : kShownBatches) {
@@ -629,7 +714,9 @@ nlohmann::json CudaPersistPrinter::loopsJson(const Program &p) {
                             {"launches_per_step", 0},
                             {"weight_bytes_per_step", 0},
                             {"grid_barriers_per_step", sh.barriers},
-                            {"units", sh.unit}};
+                            {"units", sh.unit},
+                            {"on_chip", nlohmann::json::array()}};
+      for (const auto &[buffer, region] : sh.chip) loop["persistent"]["on_chip"].push_back(p.buffers[buffer].name);
       if (!sh.unit) loop["persistent"]["why_not_units"] = sh.whyNotUnits;
       loop["fused"] = sh.fused ? nlohmann::json{{"kernels", fusedKernelNames(p, stage)},
                                                 {"launches_per_step", sh.fused},

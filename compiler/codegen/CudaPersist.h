@@ -14,6 +14,7 @@
 // (rnnc/persistent.h's cost model).
 #pragma once
 
+#include "codegen/CudaPrinter.h"
 #include "codegen/KernelIR.h"
 #include "codegen/Writer.h"
 #include "rnnc/persistent.h"
@@ -58,6 +59,8 @@ public:
     int barriers = 0; // grid barriers a step: one a product by units, one a kernel not
     int64_t widest = 0; // the widest row a fused kernel sweeps (persist::Loop::widest)
     int fused = 0;      // the fused variant's launches a step (its kernels); 0 where the loop has none (no units)
+    OnChip chip;        // the values a block keeps in shared memory (onChip), in the order of their regions
+    int64_t chipPieces = 0; // their widths over U, summed (persist::Loop::onChip)
     bool persistent() const { return whyNot.empty(); }
     /// The weights one step reads from global memory step by step (each product's W).
     int64_t stepwiseWeightBytes() const;
@@ -65,6 +68,14 @@ public:
     persist::Loop loop() const;
   };
   static Shape shape(const Program &p, int stage);
+  /// The values of a loop local to units (U = `unit`) that never leave a block:
+  /// one step's rows (step-local), written by a product or the block's units and
+  /// read only by its units, all in the same launch of the fused variant (the
+  /// kernels from one product to the next, or those before the first). The
+  /// persistent and fused kernels keep them in shared memory (a product's
+  /// output, an LSTM's gate pre-activations); step by step they stay in the
+  /// workspace.
+  static OnChip onChip(const Program &p, int stage, int64_t unit);
 
   /// The fused variant of a loop: a launch a step per product, the product and
   /// the fused kernels after it (`launches`, "step_<stage>_<j>"). The fused
@@ -99,10 +110,15 @@ private:
   /// Where a product's operands and weights are, at step rows r0 .. r0 + B.
   struct Operands {
     std::string in, out, weights;
+    const char *onChip = "false"; // out is the block's rows in its shared memory (onChip)
     int64_t outputs = 0, reduce = 0;
     bool transposed = false; // a GemmT: W [reduce][outputs], the block keeps columns
   };
   Operands operands(const KernelIR &k) const;
+  /// The values on chip, by name: "matmul_5, add_8".
+  std::string chipNames() const;
+  /// ", chip" where fused kernel `k` touches a value on chip (its <name>_units' last argument), else "".
+  std::string chipArgument(const KernelIR &k) const;
 
   const Program &p_;
   const SourceManager &sm_;

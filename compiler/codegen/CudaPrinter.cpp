@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <set>
 
 namespace rnnc::codegen {
 
@@ -336,9 +337,35 @@ std::string CudaPrinter::vectorName(const Operand &o) const {
   return rowPointer(o.buffer, o.delay) + (o.shift ? fmt::format("_{}", o.shift) : "") + "_4";
 }
 
+/// The values on chip kernel `k` reads or writes.
+static std::set<int> chipTouched(const KernelIR &k, const OnChip &chip) {
+  std::set<int> touched;
+  forEachSweep(k, [&](const Sweep &s) {
+    for (const Instr &in : s.body) {
+      if (in.store >= 0 && chip.count(in.store)) touched.insert(in.store);
+      for (const Operand &o : in.args)
+        if (o.kind == Operand::Kind::Load && chip.count(o.buffer)) touched.insert(o.buffer);
+    }
+  });
+  return touched;
+}
+
+bool touchesChip(const KernelIR &k, const OnChip &chip) { return !chipTouched(k, chip).empty(); }
+
+/// Element `at` of a row kept on chip: piece at / U, unit at % U of the block's.
+static std::string chipElement(int64_t unit, const std::string &at) {
+  return fmt::format("chip_element(units, {}, {})", unit, at);
+}
+
 std::string CudaPrinter::operand(const Operand &o, const std::string &index) const {
   bool vectorLoaded = (o.kind == Operand::Kind::Load || o.kind == Operand::Kind::Param) && !o.scalar;
   if (vector_ > 1 && vectorLoaded) return vectorName(o) + ".v[" + index + "]";
+  if (o.kind == Operand::Kind::Load && chip_ && chip_->count(o.buffer)) {
+    RNNC_ASSERT(!o.scalar && o.delay == 0, "a value on chip is read at its step's elements");
+    return fmt::format("{}[{}]", rowPointer(o.buffer, 0),
+                       chipElement(unit_, o.shift ? fmt::format("{} {} {}", index, o.shift > 0 ? '+' : '-', std::abs(o.shift))
+                                                  : index));
+  }
   // Loss scaling: the seed times the scale forward kept in device memory (the CPU multiplies it on the host).
   if (o.kind == Operand::Kind::LossSeed) return "(ws.loss_seed * ws.loss_scale[0])";
   return CPrinter::operand(o, index);
@@ -346,11 +373,20 @@ std::string CudaPrinter::operand(const Operand &o, const std::string &index) con
 
 std::string CudaPrinter::storeTarget(int buffer, int64_t shift) const {
   if (vector_ > 1) return rowPointer(buffer, 0) + "_4.v[i]"; // no shifted store (elementsPerThread)
+  if (chip_ && chip_->count(buffer))
+    return fmt::format("{}[{}]", rowPointer(buffer, 0),
+                       chipElement(unit_, shift ? fmt::format("i {} {}", shift > 0 ? '+' : '-', std::abs(shift)) : "i"));
   return CPrinter::storeTarget(buffer, shift);
 }
 
 std::string CudaPrinter::rowDeclaration(int buffer, int32_t delay, bool store, const std::string &plus) const {
   const Buffer &b = p_.buffers[buffer];
+  if (chip_ && chip_->count(buffer)) { // the step's rows of the block's units, in shared memory
+    const ChipRegion &at = chip_->at(buffer);
+    return fmt::format("    {}real *__restrict__ {} = chip + {};\n", store ? "" : "const ", rowPointer(buffer, delay),
+                       at.offset ? fmt::format("(B * {} + (r - r0) * {}) * units.count", at.offset, at.pieces)
+                                 : fmt::format("(r - r0) * {} * units.count", at.pieces));
+  }
   return fmt::format("    {}{} *__restrict__ {} = ws.{} + {}{};\n", store ? "" : "const ", elementType(b), rowPointer(buffer, delay),
                      b.name, rowOffset(b, delay, "r"), plus);
 }
@@ -454,15 +490,20 @@ std::string CudaPrinter::stepKernel(const KernelIR &k) {
                      threadsOf(k), k.name, portType(p_));
 }
 
-std::string CudaPrinter::unitsKernel(const KernelIR &k, int64_t unit) {
+std::string CudaPrinter::unitsKernel(const KernelIR &k, int64_t unit, const OnChip &chip) {
   RNNC_ASSERT(!isHalf(p_.dtype), "16-bit loops are not persistent");
+  const std::set<int> touched = chipTouched(k, chip);
+  const bool onChip = !touched.empty();
+  std::string kept;
+  for (int buffer : touched) kept += (kept.empty() ? "" : ", ") + p_.buffers[buffer].name;
   std::string out = fmt::format("// {0}_units: {0}'s step for the units of a persistent loop's block (docs/cuda.md#persistent-loops):\n"
-                                "// every row, the elements of its units in each piece of {1}.\n",
-                                k.name, unit) +
+                                "// every row, the elements of its units in each piece of {1}{2}.\n",
+                                k.name, unit, onChip ? fmt::format("; {} in the block's shared memory (chip)", kept) : "") +
                     equationsComment(k) +
                     fmt::format("__device__ void {}_units(const Workspace &ws, const {} *__restrict__ P, int64_t B, int64_t r0,\n"
-                                "    int64_t r1, Slice units) {{\n",
-                                k.name, portType(p_));
+                                "    int64_t r1, Slice units{}) {{\n",
+                                k.name, portType(p_), onChip ? ", real *__restrict__ chip" : "");
+  chip_ = &chip;
   // The sweeps of every row, then (--lengths) those of the rows past their end, a
   // block barrier between two sweeps: each reads only what its block's threads wrote.
   bool first = true;
@@ -488,6 +529,7 @@ std::string CudaPrinter::unitsKernel(const KernelIR &k, int64_t unit) {
     pass(k.stopped, "    if (r / B < ws.lengths[r % B]) continue; // running: above\n");
   unit_ = 0;
   unitRows_.clear();
+  chip_ = nullptr;
   return out + "}\n";
 }
 
@@ -576,9 +618,9 @@ std::string printCudaKernels(const Program &p, const SourceManager &sm) {
   // Loops that may run persistent: one cooperative kernel each, calling the step functions above
   // or, where blocks own units, these (which the fused variant's kernels a step call too).
   for (size_t s = 0; s < p.stages.size(); ++s)
-    if (const int64_t unit = CudaPersistPrinter::shape(p, static_cast<int>(s)).unit)
+    if (const CudaPersistPrinter::Shape sh = CudaPersistPrinter::shape(p, static_cast<int>(s)); sh.unit)
       for (int k : p.stages[s].kernels)
-        if (p.kernels[k].kind == KernelIR::Kind::Fused) out += printer.unitsKernel(p.kernels[k], unit) + "\n";
+        if (p.kernels[k].kind == KernelIR::Kind::Fused) out += printer.unitsKernel(p.kernels[k], sh.unit, sh.chip) + "\n";
   for (size_t s = 0; s < p.stages.size(); ++s)
     if (CudaPersistPrinter::persistent(p, static_cast<int>(s))) {
       const CudaPersistPrinter persist(p, sm, static_cast<int>(s));

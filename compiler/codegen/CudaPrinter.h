@@ -7,7 +7,20 @@
 
 #include "codegen/CPrinter.h"
 
+#include <map>
+
 namespace rnnc::codegen {
+
+/// Where a loop's value kept on chip lives in a block's shared memory (CudaPersist.h's onChip):
+/// from `offset` pieces of the block's units per sequence, `pieces` of them (its width over U)
+/// per sequence, a step's rows one after another.
+struct ChipRegion {
+  int64_t offset = 0, pieces = 0;
+};
+using OnChip = std::map<int, ChipRegion>; // buffer -> its region
+
+/// Whether fused kernel `k` reads or writes a value kept on chip.
+bool touchesChip(const KernelIR &k, const OnChip &chip);
 
 struct CudaOptions {
   bool jit = false;        // kernels as a string for NVRTC, host code as plain C++
@@ -32,8 +45,10 @@ public:
   std::string stepKernel(const KernelIR &k);
   /// The same kernel's step for one block of a persistent loop whose blocks
   /// own units of width `unit` (CudaPersist.h's unitWidth): the __device__
-  /// <name>_units, every row's elements of the block's units.
-  std::string unitsKernel(const KernelIR &k, int64_t unit);
+  /// <name>_units, every row's elements of the block's units; the values in
+  /// `chip` are read and written in the block's shared memory (its `chip`
+  /// argument, where the kernel touches one) instead of the workspace.
+  std::string unitsKernel(const KernelIR &k, int64_t unit, const OnChip &chip);
 
 protected:
   std::string fusedKernel(const KernelIR &k) override;
@@ -54,6 +69,7 @@ private:
   int vector_ = 1;    // elements per thread of the flat kernel being printed
   int64_t unit_ = 0;  // printing a <name>_units: the unit width
   std::string unitRows_; // ... and the row pointers of the sweep being printed
+  const OnChip *chip_ = nullptr; // ... and the values it keeps in shared memory
 };
 
 /// The device code of a program: the prelude (real, math, block reductions,

@@ -128,6 +128,40 @@ std::vector<char> storedReals(const rnnc_model &m, const float *v, int64_t n) {
   return out;
 }
 
+/// What every bundle built with these compiler flags shares, built once into
+/// the cache as runtime-<key>/ (about 60 MB): rnnc/cpu.h precompiled
+/// (rnnc/cpu.h.gch; parsing it and what it includes is a third of a bundle's
+/// build) and the ISA kernels of rnnc/panels.h compiled (panels.o; compiling
+/// them is most of the rest), which a bundle built with -DRNNC_PREBUILT_PANELS
+/// links instead of instantiating. Returns the folder, or "" where it cannot
+/// be built or $RNNC_PREBUILT is 0 (the bundle then builds alone).
+static std::string prebuiltRuntime(const std::string &flags) {
+  if (const char *v = std::getenv("RNNC_PREBUILT"); v && std::string(v) == "0") return "";
+  const std::string key = fnv1a("runtime\n" + flags + "\n" + compiler() + "\n" + runtimeHeaders());
+  const fs::path dir = cacheRoot() / ("runtime-" + key), gch = fs::path("rnnc") / "cpu.h.gch";
+  std::error_code ec;
+  if (fs::exists(dir / gch, ec) && fs::exists(dir / "panels.o", ec)) return dir.string();
+  std::mt19937_64 rng(std::random_device{}());
+  const fs::path tmp = cacheRoot() / fmt::format(".tmp-runtime-{}-{:x}", key, rng());
+  fs::create_directories(tmp / "rnnc", ec);
+  if (ec) return "";
+  const fs::path source = tmp / "panels.cpp", log = tmp / "build.log";
+  std::ofstream(source) << "#include \"rnnc/cpu.h\" // rnnc/panels.h's kernels, instantiated\n";
+  const std::string header = fmt::format("{} {} -DRNNC_PREBUILT_PANELS -x c++-header {} -o {} > {} 2>&1", shellQuote(compiler()),
+                                         flags, shellQuote((runtimeIncludeDir() / "rnnc" / "cpu.h").string()),
+                                         shellQuote((tmp / gch).string()), shellQuote(log.string()));
+  const std::string kernels = fmt::format("{} {} -DRNNC_PANELS_INSTANTIATE -c {} -o {} >> {} 2>&1", shellQuote(compiler()), flags,
+                                          shellQuote(source.string()), shellQuote((tmp / "panels.o").string()),
+                                          shellQuote(log.string()));
+  if (std::system(header.c_str()) != 0 || std::system(kernels.c_str()) != 0) {
+    fs::remove_all(tmp, ec);
+    return "";
+  }
+  fs::rename(tmp, dir, ec);
+  if (ec) fs::remove_all(tmp, ec); // another process won the race: use its entry
+  return fs::exists(dir / gch, ec) && fs::exists(dir / "panels.o", ec) ? dir.string() : "";
+}
+
 const rnnc_model *loadCompiledModel(const codegen::Bundle &b, DType dtype, std::string &error) {
   const bool f64 = dtype == DType::F64;
   bool cuda = b.target == codegen::Target::Cuda;
@@ -171,9 +205,22 @@ const rnnc_model *loadCompiledModel(const codegen::Bundle &b, DType dtype, std::
       }
     }
     fs::path log = tmp / "build.log";
-    std::string cmd = fmt::format("{} {} {} -o {} {} > {} 2>&1", shellQuote(compiler()), flags, shellQuote(src.string()),
-                                  shellQuote((tmp / lib.filename()).string()), libs, shellQuote(log.string()));
+    // The prebuilt runtime's folder goes before the runtime's, where GCC looks for rnnc/cpu.h.gch.
+    auto command = [&](const std::string &prebuilt) {
+      return fmt::format("{}{} {} {} -o {}{} {} > {} 2>&1", shellQuote(compiler()),
+                         prebuilt.empty() ? "" : " -DRNNC_PREBUILT_PANELS -I" + shellQuote(prebuilt), flags,
+                         shellQuote(src.string()), shellQuote((tmp / lib.filename()).string()),
+                         prebuilt.empty() ? "" : " " + shellQuote((fs::path(prebuilt) / "panels.o").string()), libs,
+                         shellQuote(log.string()));
+    };
+    const std::string prebuilt = cuda ? "" : prebuiltRuntime(flags);
+    std::string cmd = command(prebuilt);
     int rc = std::system(cmd.c_str());
+    if (rc != 0 && !prebuilt.empty()) { // a damaged entry (GCC rejects a truncated .gch): build alone, then drop it
+      cmd = command("");
+      rc = std::system(cmd.c_str());
+      if (rc == 0) fs::remove_all(prebuilt, ec);
+    }
     if (rc != 0) {
       std::ifstream in(log);
       std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

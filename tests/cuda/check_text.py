@@ -150,6 +150,8 @@ def static_checks(sample, path, manifest):
         fail(f"{sample}: {path}: no kernel launches found")
     # A persistent loop's one cooperative launch (docs/cuda.md#persistent-loops): 256 threads.
     launches += re.findall(r'launch_cooperative\(kernel_\[(\d+)\], "(\w+)", c\.grid, (\d+), ', text)
+    # The fused variant's kernels a step, with their values on chip in dynamic shared memory.
+    launches += re.findall(r'launch_shared\(kernel_\[(\d+)\], "(\w+)", c\.grid, (\d+), ', text)
     for index, name, block in launches:
         index, block = int(index), int(block)
         if index >= len(names) or names[index] != name:

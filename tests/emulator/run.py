@@ -31,6 +31,7 @@ import subprocess
 import sys
 import shutil
 import tempfile
+import threading
 import time
 
 sys.dont_write_bytecode = True  # keep the source tree clean
@@ -112,6 +113,32 @@ HALF_TOLERANCE = nl.HALF_TOLERANCE
 F16_SAMPLES = ("lstm", "gru", "charlm", "mingru", "awd_lstm", "feedback")
 
 
+_pch_lock, _pch_dirs = threading.Lock(), {}
+
+
+def precompiled(work, header, flags):
+    """A folder holding rnnc/<header>.gch, `header` of the runtime include folder in `flags`
+    precompiled with `flags` (once per run: parsing the runtime and emulator headers is about a
+    third of each build), to put first on the include path; GCC uses it only where its flags match.
+    For rnnc/cpu.h also panels.o, rnnc/panels.h's kernels, which a bundle built with
+    -DRNNC_PREBUILT_PANELS links instead of compiling them (docs/codegen.md's compiled engine)."""
+    key = (header,) + tuple(flags)
+    with _pch_lock:
+        if key not in _pch_dirs:
+            folder = os.path.join(work, "pch-{}".format(len(_pch_dirs)))
+            os.makedirs(os.path.join(folder, "rnnc"))
+            runtime = next(f[2:] for f in flags if f.startswith("-I"))
+            sh(["c++"] + list(flags) + ["-x", "c++-header", os.path.join(runtime, "rnnc", header), "-o",
+                                        os.path.join(folder, "rnnc", header + ".gch")])
+            if header == "cpu.h":
+                with open(os.path.join(folder, "panels.cpp"), "w") as f:
+                    f.write('#include "rnnc/cpu.h"\n')
+                sh(["c++"] + list(flags) + ["-DRNNC_PANELS_INSTANTIATE", "-c", os.path.join(folder, "panels.cpp"), "-o",
+                                            os.path.join(folder, "panels.o")])
+            _pch_dirs[key] = folder
+        return _pch_dirs[key]
+
+
 def build(rnnc, sample, flags, out, dims, cpu_flags, real, defines=(), runtime=RUNTIME, mutate=None):
     """Compiles `sample` for the CPU and for CUDA into `out` and builds both as shared
     libraries (the CUDA one against the emulator, its vector loads checked for
@@ -131,11 +158,16 @@ def build(rnnc, sample, flags, out, dims, cpu_flags, real, defines=(), runtime=R
         with open(cu, "w") as f:
             f.write(changed)
     real_flags = ["-DRNNC_REAL_DOUBLE"] if real == "double" else []
-    common = ["c++", "-std=c++17", "-O1", "-fPIC", "-shared"] + real_flags
+    common = ["-std=c++17", "-O1", "-fPIC"] + real_flags
+    work = os.path.dirname(out)
     if not os.path.exists(out + "/cpu.so"):
-        sh(common + ["-I" + RUNTIME, cpp, "-o", out + "/cpu.so", "-fopenmp", "-lopenblas"])
-    sh(common + ["-I" + runtime, "-x", "c++", "-DRNNC_CUDA_EMULATOR", *defines, "-I" + os.path.join(HERE, "include"), cu,
-                 "-o", out + "/cuda.so", "-pthread", "-fsanitize=alignment", "-fno-sanitize-recover=alignment"])
+        cpu = common + ["-I" + RUNTIME, "-fopenmp", "-DRNNC_PREBUILT_PANELS"]
+        prebuilt = precompiled(work, "cpu.h", cpu)
+        sh(["c++", "-I" + prebuilt] + cpu + ["-shared", cpp, os.path.join(prebuilt, "panels.o"), "-o", out + "/cpu.so",
+                                             "-lopenblas"])
+    cuda = common + ["-I" + runtime, "-DRNNC_CUDA_EMULATOR", *defines, "-I" + os.path.join(HERE, "include"), "-pthread",
+                     "-fsanitize=alignment", "-fno-sanitize-recover=alignment"]
+    sh(["c++", "-I" + precompiled(work, "cuda.h", cuda)] + cuda + ["-shared", "-x", "c++", cu, "-o", out + "/cuda.so"])
     return out + "/cpu.so", out + "/cuda.so", model
 
 
@@ -249,7 +281,10 @@ MUTANTS = [
     ("lstm", [], "forward's fused kernel without the block barrier between its product and its cell",
      delete_nth("__syncthreads(); // what the block wrote, before its units read it", 1), None, (), FUSED),
     ("lstm", [], "backward's fused variant without its first step's cell before the first product",
-     delete_lines('"step_2_start", c.grid'), None, (), FUSED),
+     replace("if (T > 0 &&", "if (T < 0 &&"), None, (), FUSED),
+    # Values on chip: the persistent kernel's region of them laid over the block's weights.
+    ("lstm", [], "the persistent kernel's values on chip over its weights",
+     replace("real *chip = gemm_1_w + 4 *", "real *chip = gemm_1_w + 0 *"), None, (), PERSISTENT),
     ("lstm", [], "a fused kernel of backward reading W's first columns, not its own",
      replace("const real w = W[j * outputs + row];", "const real w = W[j * outputs + o];"), None, (), FUSED),
     ("lstm", ["--cuda-graphs"], "a synchronize inside the capture",

@@ -78,7 +78,7 @@ class Shared:
 
     def libraries(self):
         try:
-            return sum(1 for d in os.listdir(self.cache) if not d.startswith("."))
+            return sum(1 for d in os.listdir(self.cache) if not d.startswith((".", "runtime-")))
         except OSError:
             return 0
 

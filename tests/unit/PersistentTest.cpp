@@ -29,7 +29,7 @@ TEST_CASE("a block owns its units' rows of every piece, and their weights in sha
   const persist::Product w{4 * 768, 768};
   const persist::Loop l = lstm(w, 768);
   CHECK(persist::rowsPerBlock(l, w, 132) == 4 * 6); // ceil(768 / 132) units, four pieces
-  CHECK(persist::sharedBytes(l, 132) == 4 * 6 * 768 * 4);
+  CHECK(persist::sharedBytes(l, 132, 16) == 4 * 6 * 768 * 4);
   persist::Loop slices = l;
   slices.units = 0; // a slice of the outputs instead
   CHECK(persist::rowsPerBlock(slices, w, 132) == (4 * 768 + 131) / 132);
@@ -42,13 +42,40 @@ TEST_CASE("the modes: stepwise never persistent, persistent whenever the weights
   CHECK(persist::choose(l, gpu, 16, persist::Mode::Stepwise, roomy).grid == 0);
   const persist::Choice forced = persist::choose(l, gpu, 16, persist::Mode::Persistent, roomy);
   CHECK(forced.grid == 132);
-  CHECK(forced.shared == persist::sharedBytes(l, 132));
+  CHECK(forced.shared == persist::sharedBytes(l, 132, 16));
   persist::Gpu small = gpu;
   small.sharedPerBlock = 1024;
   CHECK(persist::choose(l, small, 16, persist::Mode::Persistent, roomy).grid == 0);
   persist::Gpu old = gpu;
   old.cooperative = false;
   CHECK(persist::choose(l, old, 16, persist::Mode::Persistent, roomy).grid == 0);
+}
+
+TEST_CASE("a step's values on chip: B rows of the block's units beside the weights, at most 48 KiB fused", "[persistent]") {
+  const persist::Product w{4 * 768, 768};
+  persist::Loop l = lstm(w, 768);
+  l.onChip = 8; // the product's four pieces and the gates' sum
+  // ceil(768 / 132) = 6 units a block: B rows of 8 pieces of 6 floats.
+  CHECK(persist::onChipBytes(l, 132, 16) == 16 * 8 * 6 * 4);
+  CHECK(persist::sharedBytes(l, 132, 16) == 4 * 6 * 768 * 4 + 16 * 8 * 6 * 4);
+  const persist::Gpu gpu = persist::h100();
+  const persist::Choice forced = persist::choose(l, gpu, 16, persist::Mode::Persistent, roomy);
+  REQUIRE(forced.variant == persist::Variant::Persistent);
+  CHECK(forced.shared == persist::sharedBytes(l, 132, 16));
+  // The weights alone fit (72 KiB a block); with B = 1024 rows of values they do not.
+  const persist::Choice full = persist::choose(l, gpu, 1024, persist::Mode::Persistent, roomy);
+  CHECK(full.variant == persist::Variant::Stepwise);
+  CHECK(std::strstr(full.why, "shared memory") != nullptr);
+  // Fused: 264 blocks of 3 units; B rows of 8 x 3 floats, 96 B a row: B = 512 fits in 48 KiB, 513 does not.
+  const persist::Choice fused = persist::choose(l, gpu, 512, persist::Mode::Fused, roomy);
+  REQUIRE(fused.variant == persist::Variant::Fused);
+  CHECK(fused.shared == 512 * 8 * 3 * 4);
+  const persist::Choice over = persist::choose(l, gpu, 513, persist::Mode::Fused, roomy);
+  CHECK(over.variant == persist::Variant::Stepwise);
+  CHECK(std::strstr(over.why, "48 KiB") != nullptr);
+  // No units (blocks own slices of each product): nothing on chip.
+  l.units = 0;
+  CHECK(persist::onChipBytes(l, 132, 16) == 0);
 }
 
 TEST_CASE("the persistent kernel runs only where its 32-bit indices reach", "[persistent]") {

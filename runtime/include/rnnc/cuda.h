@@ -201,6 +201,24 @@ inline bool launch(const void *kernel, const char *what, unsigned grid, unsigned
 #endif
 }
 
+/// Launches `kernel` with `shared` bytes of dynamic shared memory per block
+/// (a fused loop's kernel a step: its values on chip; at most 48 KiB, which
+/// needs no opting in).
+template <class... Args>
+inline bool launch_shared(const void *kernel, const char *what, unsigned grid, unsigned block, size_t shared, cudaStream_t s,
+                          Args... args) {
+#ifdef RNNC_CUDA_EMULATOR // tests/emulator: the kernel's threads run on the host
+  (void)what;
+  return rnnc_emulator::launch_shared(kernel, grid, block, shared, s, args...);
+#else
+  void *argv[] = {static_cast<void *>(&args)...};
+  cudaError_t e = cudaLaunchKernel(kernel, dim3(grid), dim3(block), argv, shared, s);
+  if (e == cudaSuccess) return true;
+  last_error() = std::string("cudaLaunchKernel(") + what + "): " + cudaGetErrorString(e);
+  return false;
+#endif
+}
+
 /// Launches `kernel` as a cooperative kernel (a persistent loop: all `grid`
 /// blocks live at once, meeting at grid barriers) with `shared` bytes of
 /// dynamic shared memory per block.

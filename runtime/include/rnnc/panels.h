@@ -206,7 +206,7 @@ namespace panels_detail {
 /// panel_product on `chosen`, which this CPU must have, over `count` pieces of
 /// rows (M of them in all).
 template <class E>
-inline void product(Isa chosen, const std::pair<int64_t, int64_t> *pieces, int64_t count, int64_t M, int64_t N,
+void product(Isa chosen, const std::pair<int64_t, int64_t> *pieces, int64_t count, int64_t M, int64_t N,
                     int64_t K, const E *A, const E *panels, E *C, int64_t ldc) {
   if (M <= 0 || N <= 0) return;
   // A block is a tile's columns (the widest kernel's: the same cut for every ISA).
@@ -242,7 +242,7 @@ inline void product(Isa chosen, int64_t M, int64_t N, int64_t K, const E *A, con
 
 /// weight_gradient on `chosen`, which this CPU must have.
 template <class E>
-inline void gradient(Isa chosen, int64_t M, int64_t N, int64_t R, const E *D, const E *X, E *G) {
+void gradient(Isa chosen, int64_t M, int64_t N, int64_t R, const E *D, const E *X, E *G) {
   if (M <= 0 || N <= 0 || R <= 0) return;
   const auto rows = [&](int64_t m0, int64_t m1) {
     if (m0 >= m1) return;
@@ -267,6 +267,22 @@ inline void gradient(Isa chosen, int64_t M, int64_t N, int64_t R, const E *D, co
 #endif
   rows(0, M);
 }
+
+#if defined(RNNC_PREBUILT_PANELS) || defined(RNNC_PANELS_INSTANTIATE)
+#ifdef RNNC_PANELS_INSTANTIATE
+#define RNNC_PANELS_EXTERN
+#else
+#define RNNC_PANELS_EXTERN extern
+#endif
+#define RNNC_PANELS_OF(E)                                                                                                     \
+  RNNC_PANELS_EXTERN template void product<E>(Isa, const std::pair<int64_t, int64_t> *, int64_t, int64_t, int64_t, int64_t, \
+                                              const E *, const E *, E *, int64_t);                                           \
+  RNNC_PANELS_EXTERN template void gradient<E>(Isa, int64_t, int64_t, int64_t, const E *, const E *, E *);
+RNNC_PANELS_OF(float)
+RNNC_PANELS_OF(double)
+#undef RNNC_PANELS_OF
+#undef RNNC_PANELS_EXTERN
+#endif
 } // namespace panels_detail
 
 /// A weight's gradient over R rows: G[M][N] += Σ_r D[r]ᵀ X[r], D [R][M] (the

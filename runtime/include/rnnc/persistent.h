@@ -42,7 +42,10 @@ struct Product {
 /// and the widest row its blocks' fused kernels sweep (a step's B such rows
 /// must have 32-bit indices, as each product's weights and rows must); the
 /// launches a step of its fused variant (0: none, its step is not local to
-/// units).
+/// units); and the values of a step the persistent and fused kernels keep in
+/// shared memory (the products' outputs and the cell's values that only the
+/// block's units read within a launch): per sequence and unit a block owns,
+/// how many (an LSTM's four gates, a product's output, and their sum: 8).
 struct Loop {
   const Product *products = nullptr;
   int count = 0;
@@ -52,6 +55,7 @@ struct Loop {
   int64_t units = 0;
   int64_t widest = 0;
   int fused = 0;
+  int64_t onChip = 0;
 };
 
 /// Whether the persistent kernel's 32-bit indices reach every element it
@@ -85,7 +89,7 @@ inline const char *variantName(Variant v) {
 struct Choice {
   Variant variant = Variant::Stepwise;
   unsigned grid = 0;
-  int64_t shared = 0; // the persistent kernel's dynamic shared memory per block, bytes
+  int64_t shared = 0; // the persistent or fused kernels' dynamic shared memory per block, bytes
   const char *why = "";
   const char *notPersistent = nullptr;
 };
@@ -101,13 +105,24 @@ inline Mode modeFromEnvironment() {
   return Mode::Auto;
 }
 
-/// The shared memory a block needs with `grid` blocks: every weight of the
-/// rows it owns (rowsPerBlock) of each product.
-inline int64_t sharedBytes(const Loop &l, int64_t grid) {
-  int64_t bytes = 0;
+/// The shared memory a block needs with `grid` blocks for a step's values of
+/// B sequences kept on chip: those of each unit it owns.
+inline int64_t onChipBytes(const Loop &l, int64_t grid, int64_t B) {
+  return l.units ? B * l.onChip * ((l.units + grid - 1) / grid) * l.realBytes : 0;
+}
+
+/// The shared memory a block of the persistent kernel needs with `grid` blocks:
+/// every weight of the rows it owns (rowsPerBlock) of each product, and the
+/// step's values it keeps on chip.
+inline int64_t sharedBytes(const Loop &l, int64_t grid, int64_t B) {
+  int64_t bytes = onChipBytes(l, grid, B);
   for (int k = 0; k < l.count; ++k) bytes += rowsPerBlock(l, l.products[k], grid) * l.products[k].reduce * l.realBytes;
   return bytes;
 }
+
+/// The dynamic shared memory a launch may have without opting in (every GPU
+/// since Kepler): the fused kernels' ceiling for their values on chip.
+constexpr int64_t kSharedWithoutOptin = 48 << 10;
 
 // The cost model's figures, per step, in microseconds: provisional, from
 // public H100 numbers, until tools/gpu-check.sh measures ours (docs/cuda.md).
@@ -175,8 +190,8 @@ inline const char *persistentRefusal(const Loop &l, const Gpu &g, int64_t B, Occ
   for (int k = 0; k < l.count; ++k) widest = std::max(widest, l.products[k].outputs);
   // One block per multiprocessor, no more blocks than there are units (or outputs of the widest product).
   grid = std::min<int64_t>(g.sms, l.units ? l.units : widest);
-  shared = sharedBytes(l, grid);
-  if (shared > g.sharedPerBlock) return "its weights do not fit in shared memory";
+  shared = sharedBytes(l, grid, B);
+  if (shared > g.sharedPerBlock) return "its weights and a step's values on chip do not fit in shared memory";
   if (blocksPerSm(shared) < 1) return "a block with its weights does not fit on a multiprocessor";
   return nullptr;
 }
@@ -192,8 +207,11 @@ inline Choice choose(const Loop &l, const Gpu &g, int64_t B, Mode mode, Occupanc
   const char *notFused = !l.fused || !l.units ? "its step is not local to units"
                          : g.sms < 1          ? "the device has no multiprocessor"
                          : !indicesFit(l, B)  ? "its rows at this B pass 32-bit indices"
-                                              : nullptr;
-  const Choice fused{Variant::Fused, notFused ? 0u : fusedGrid(l, g), 0, "RNNC_CUDA_LOOPS=fused"};
+                         : onChipBytes(l, fusedGrid(l, g), B) > kSharedWithoutOptin
+                             ? "a block's values of a step on chip pass 48 KiB of shared memory"
+                             : nullptr;
+  const Choice fused{Variant::Fused, notFused ? 0u : fusedGrid(l, g), notFused ? 0 : onChipBytes(l, fusedGrid(l, g), B),
+                     "RNNC_CUDA_LOOPS=fused"};
   if (mode == Mode::Fused) return notFused ? Choice{Variant::Stepwise, 0, 0, notFused} : fused;
   int64_t grid = 0, shared = 0;
   const char *notPersistent = persistentRefusal(l, g, B, blocksPerSm, grid, shared);
@@ -207,7 +225,7 @@ inline Choice choose(const Loop &l, const Gpu &g, int64_t B, Mode mode, Occupanc
   if (!notPersistent && persistentMicroseconds(l, grid, B) < std::min(stepwiseUs, fusedUs))
     return {Variant::Persistent, static_cast<unsigned>(grid), shared, "the cost model expects it fastest"};
   if (fusedUs < stepwiseUs)
-    return {Variant::Fused, fused.grid, shared, "the cost model expects one fused kernel a step faster", notPersistent};
+    return {Variant::Fused, fused.grid, fused.shared, "the cost model expects one fused kernel a step faster", notPersistent};
   return {Variant::Stepwise, 0, shared, "the cost model expects cuBLAS step by step faster", notPersistent};
 }
 

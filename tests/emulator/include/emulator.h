@@ -360,14 +360,16 @@ private:
   unsigned turn_ = 0;
 };
 
+/// A launch: its blocks one after another in a random order, each with
+/// `dynamicBytes` of dynamic shared memory (all bits set, as Block makes it).
 template <class... Args>
-inline void run(void (*fn)(Args...), unsigned grid, unsigned threads, Args... args) {
+inline void run_blocks(void (*fn)(Args...), unsigned grid, unsigned threads, size_t dynamicBytes, Args... args) {
   // The blocks in a random order: none may depend on another having run.
   std::vector<unsigned> order(grid);
   for (unsigned b = 0; b < grid; ++b) order[b] = b;
   std::shuffle(order.begin(), order.end(), device().rng());
   for (unsigned b : order) {
-    Block shared(threads);
+    Block shared(threads, dynamicBytes);
     bIdx = uint3{b, 0, 0};
     bDim = dim3(threads);
     gDim = dim3(grid);
@@ -376,6 +378,11 @@ inline void run(void (*fn)(Args...), unsigned grid, unsigned threads, Args... ar
     // whichever way the threads' data flows.
     fibers().run(threads, b % 2 == 1, [&](unsigned) { fn(args...); });
   }
+}
+
+template <class... Args>
+inline void run(void (*fn)(Args...), unsigned grid, unsigned threads, Args... args) {
+  run_blocks(fn, grid, threads, 0, args...);
 }
 
 /// A cooperative launch: every block on a host thread of its own, one
@@ -444,6 +451,17 @@ inline int blocksPerSm(unsigned threads, size_t dynamicBytes) {
   const int byThreads = l.threadsPerSm / static_cast<int>(threads);
   const int byShared = dynamicBytes ? static_cast<int>(l.sharedPerSm / dynamicBytes) : byThreads;
   return std::min(byThreads, byShared);
+}
+
+/// Queues a launch with `dynamicBytes` of dynamic shared memory per block;
+/// false where a GPU would refuse it (more than the kernel was allowed).
+template <class... Args>
+inline bool launch_shared(const void *kernel, unsigned grid, unsigned threads, size_t dynamicBytes, EmuStream *stream,
+                          Args... args) {
+  if (threads == 0 || threads > 1024 || threads % 32 || grid == 0) return false;
+  if (dynamicBytes > dynamicLimit(kernel)) return false;
+  auto fn = reinterpret_cast<void (*)(Args...)>(const_cast<void *>(kernel));
+  return issue(stream, [=] { run_blocks(fn, grid, threads, dynamicBytes, args...); });
 }
 
 /// Queues a cooperative launch; false where a GPU would refuse it: more
