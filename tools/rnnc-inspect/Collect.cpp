@@ -113,21 +113,15 @@ public:
       s.sharedMemory = "0"; // launch() passes no dynamic shared memory
       return true;
     }
-    if (qualified == "rnnc::cuda::launch_shared" && c->getNumArgs() >= 6) {
+    // launch_shared (a fused loop's kernel a step) and launch_cooperative (a persistent loop) take
+    // their dynamic shared memory before the stream.
+    if ((qualified == "rnnc::cuda::launch_shared" || qualified == "rnnc::cuda::launch_cooperative") && c->getNumArgs() >= 6) {
       Site &s = site(Site::Kind::Launch, c, at, "bool");
       s.kernel = resolveKernel(c->getArg(0));
       if (const auto *what = dyn_cast<StringLiteral>(c->getArg(1)->IgnoreParenImpCasts())) s.what = what->getString().str();
       s.grid = text(c->getArg(2)), s.block = text(c->getArg(3)), s.sharedMemory = text(c->getArg(4));
       s.stream = text(c->getArg(5));
-      return true;
-    }
-    if (qualified == "rnnc::cuda::launch_cooperative" && c->getNumArgs() >= 6) {
-      Site &s = site(Site::Kind::Launch, c, at, "bool");
-      s.kernel = resolveKernel(c->getArg(0));
-      if (const auto *what = dyn_cast<StringLiteral>(c->getArg(1)->IgnoreParenImpCasts())) s.what = what->getString().str();
-      s.grid = text(c->getArg(2)), s.block = text(c->getArg(3)), s.sharedMemory = text(c->getArg(4));
-      s.stream = text(c->getArg(5));
-      s.cooperative = true;
+      s.cooperative = qualified == "rnnc::cuda::launch_cooperative";
       return true;
     }
     if ((callee->getName() == "cudaLaunchKernel" || callee->getName() == "cudaLaunchCooperativeKernel") &&
