@@ -94,9 +94,7 @@ std::string CPrinter::operand(const Operand &o, const std::string &index) const 
     auto substitute = substitutes_.find({o.buffer, o.delay});
     if (substitute != substitutes_.end()) return substitute->second;
     // A slice read in place: its source at the slice's offset.
-    std::string at = o.scalar || index == "0" ? std::to_string(o.shift)
-                     : o.shift == 0           ? index
-                                              : fmt::format("{} {} {}", index, o.shift > 0 ? '+' : '-', std::abs(o.shift));
+    std::string at = o.scalar || index == "0" ? std::to_string(o.shift) : shifted(index, o.shift);
     if (p_.buffers[o.buffer].half) return fmt::format("real({}[{}])", rowPointer(o.buffer, o.delay), at);
     return fmt::format("{}[{}]", rowPointer(o.buffer, o.delay), at);
   }
@@ -110,14 +108,13 @@ std::string CPrinter::maskStep(const Operand &o) const {
   return fmt::format("unsigned({} / B {} {})", row_, o.delay > 0 ? '-' : '+', std::abs(o.delay));
 }
 
-/// `i + 3`, `i - 3`, `i`.
-static std::string shifted(int64_t shift) {
-  if (shift == 0) return "i";
-  return shift > 0 ? fmt::format("i + {}", shift) : fmt::format("i - {}", -shift);
+std::string CPrinter::shifted(const std::string &index, int64_t shift) {
+  if (shift == 0) return index;
+  return fmt::format("{} {} {}", index, shift > 0 ? '+' : '-', shift > 0 ? shift : -shift);
 }
 
 std::string CPrinter::storeTarget(int buffer, int64_t shift) const {
-  return fmt::format("{}[{}]", rowPointer(buffer, 0), shifted(shift));
+  return fmt::format("{}[{}]", rowPointer(buffer, 0), shifted("i", shift));
 }
 
 std::string CPrinter::mapExpr(const Instr &in) const {
@@ -139,16 +136,16 @@ std::string CPrinter::mapExpr(const Instr &in) const {
     for (size_t k = 0; k < in.args.size(); ++k) args.push_back(a(k));
     return pointwiseRule(in.op)->spell(args, [&](const char *name) { return math(name); });
   }
-  case Op::Slice: return operand(in.args[0], shifted(in.offset));
+  case Op::Slice: return operand(in.args[0], shifted("i", in.offset));
   case Op::Broadcast: return operand(in.args[0], "0");
   case Op::Pad:
     return fmt::format("(i >= {} && i < {} ? {} : real(0))", in.offset, in.offset + in.inWidth,
-                       operand(in.args[0], shifted(-in.offset)));
+                       operand(in.args[0], shifted("i", -in.offset)));
   case Op::Concat: {
     std::string s;
     int64_t start = 0;
     for (size_t k = 0; k < in.args.size(); ++k) {
-      std::string piece = operand(in.args[k], shifted(-start));
+      std::string piece = operand(in.args[k], shifted("i", -start));
       start += in.pieces[k];
       s += k + 1 < in.args.size() ? fmt::format("i < {} ? {} : ", start, piece) : piece;
     }

@@ -42,9 +42,10 @@ protected:
   std::string rowPointer(int buffer, int32_t delay) const;
   /// Element `index` of an operand ("c_7_prev[i]", "P[1024 + i]", "v3").
   virtual std::string operand(const Operand &o, const std::string &index) const;
-  /// Where a map sweep stores element i of buffer b ("c_7[i]").
-  /// Where a sweep's store of element i goes: the row's element i + shift.
+  /// Where a sweep's store of element i goes: the row's element i + shift ("c_7[i]").
   virtual std::string storeTarget(int buffer, int64_t shift) const;
+  /// An element index moved by `shift`: "i", "i + 3", "i - 3".
+  static std::string shifted(const std::string &index, int64_t shift);
   /// The right-hand side of a map op at element i.
   std::string mapExpr(const Instr &in) const;
   /// A sweep's statements for one row, at `indent`.

@@ -362,9 +362,7 @@ std::string CudaPrinter::operand(const Operand &o, const std::string &index) con
   if (vector_ > 1 && vectorLoaded) return vectorName(o) + ".v[" + index + "]";
   if (o.kind == Operand::Kind::Load && chip_ && chip_->count(o.buffer)) {
     RNNC_ASSERT(!o.scalar && o.delay == 0, "a value on chip is read at its step's elements");
-    return fmt::format("{}[{}]", rowPointer(o.buffer, 0),
-                       chipElement(unit_, o.shift ? fmt::format("{} {} {}", index, o.shift > 0 ? '+' : '-', std::abs(o.shift))
-                                                  : index));
+    return fmt::format("{}[{}]", rowPointer(o.buffer, 0), chipElement(unit_, shifted(index, o.shift)));
   }
   // Loss scaling: the seed times the scale forward kept in device memory (the CPU multiplies it on the host).
   if (o.kind == Operand::Kind::LossSeed) return "(ws.loss_seed * ws.loss_scale[0])";
@@ -374,8 +372,7 @@ std::string CudaPrinter::operand(const Operand &o, const std::string &index) con
 std::string CudaPrinter::storeTarget(int buffer, int64_t shift) const {
   if (vector_ > 1) return rowPointer(buffer, 0) + "_4.v[i]"; // no shifted store (elementsPerThread)
   if (chip_ && chip_->count(buffer))
-    return fmt::format("{}[{}]", rowPointer(buffer, 0),
-                       chipElement(unit_, shift ? fmt::format("i {} {}", shift > 0 ? '+' : '-', std::abs(shift)) : "i"));
+    return fmt::format("{}[{}]", rowPointer(buffer, 0), chipElement(unit_, shifted("i", shift)));
   return CPrinter::storeTarget(buffer, shift);
 }
 

@@ -135,7 +135,7 @@ std::vector<char> storedReals(const rnnc_model &m, const float *v, int64_t n) {
 /// them is most of the rest), which a bundle built with -DRNNC_PREBUILT_PANELS
 /// links instead of instantiating. Returns the folder, or "" where it cannot
 /// be built or $RNNC_PREBUILT is 0 (the bundle then builds alone).
-static std::string prebuiltRuntime(const std::string &flags) {
+static std::string prebuiltRuntime(const std::string &flags, const fs::path &failureLog) {
   if (const char *v = std::getenv("RNNC_PREBUILT"); v && std::string(v) == "0") return "";
   const std::string key = fnv1a("runtime\n" + flags + "\n" + compiler() + "\n" + runtimeHeaders());
   const fs::path dir = cacheRoot() / ("runtime-" + key), gch = fs::path("rnnc") / "cpu.h.gch";
@@ -154,6 +154,7 @@ static std::string prebuiltRuntime(const std::string &flags) {
                                           shellQuote(source.string()), shellQuote((tmp / "panels.o").string()),
                                           shellQuote(log.string()));
   if (std::system(header.c_str()) != 0 || std::system(kernels.c_str()) != 0) {
+    std::ofstream(failureLog) << "the prebuilt runtime's build failed:\n" << std::ifstream(log).rdbuf(); // kept beside the bundle
     fs::remove_all(tmp, ec);
     return "";
   }
@@ -213,10 +214,13 @@ const rnnc_model *loadCompiledModel(const codegen::Bundle &b, DType dtype, std::
                          prebuilt.empty() ? "" : " " + shellQuote((fs::path(prebuilt) / "panels.o").string()), libs,
                          shellQuote(log.string()));
     };
-    const std::string prebuilt = cuda ? "" : prebuiltRuntime(flags);
+    // Why a bundle was built without the prebuilt runtime stays in its entry's runtime.log.
+    const fs::path runtimeLog = tmp / "runtime.log";
+    const std::string prebuilt = cuda ? "" : prebuiltRuntime(flags, runtimeLog);
     std::string cmd = command(prebuilt);
     int rc = std::system(cmd.c_str());
     if (rc != 0 && !prebuilt.empty()) { // a damaged entry (GCC rejects a truncated .gch): build alone, then drop it
+      std::ofstream(runtimeLog) << "built with " << prebuilt << ", which failed (dropped):\n" << std::ifstream(log).rdbuf();
       cmd = command("");
       rc = std::system(cmd.c_str());
       if (rc == 0) fs::remove_all(prebuilt, ec);

@@ -173,8 +173,9 @@ def _nvcc():
 
 def cached_build(key, lib_name, files, command, root=None):
     """The cache entry py-<key>/lib_name, built if missing: `files` ({name: bytes}) are written
-    into a temporary folder, `command(folder, lib_path)` gives the build's argv, and the folder
-    is renamed into place under an exclusive file lock. Returns the library's path."""
+    into a temporary folder, `command(folder, lib_path)` gives the build's argv (or a list of
+    argvs, run in order), and the folder is renamed into place under an exclusive file lock.
+    Returns the library's path and the entry's."""
     root = root or cache_root()
     os.makedirs(root, exist_ok=True)
     entry = os.path.join(root, "py-" + key)
@@ -188,7 +189,9 @@ def cached_build(key, lib_name, files, command, root=None):
                     for name, text in files.items():
                         with open(os.path.join(tmp, name), "wb") as f:
                             f.write(text)
-                    _run(command(tmp, os.path.join(tmp, lib_name)), f"building {lib_name}")
+                    argvs = command(tmp, os.path.join(tmp, lib_name))
+                    for argv in (argvs if isinstance(argvs[0], list) else [argvs]):
+                        _run(argv, f"building {lib_name}")
                     shutil.rmtree(entry, ignore_errors=True)  # an entry left without its library
                     os.rename(tmp, entry)
                 finally:
@@ -196,6 +199,29 @@ def cached_build(key, lib_name, files, command, root=None):
     if not os.path.isfile(lib):
         raise RuntimeError(f"the cache entry {entry} has no {lib_name}: remove it and try again")
     return lib, entry
+
+
+def _prebuilt_runtime(cc, flags, include):
+    """The folder of what every CPU bundle built with `flags` shares, built once (as rnnc's own
+    engine does, docs/codegen.md): rnnc/cpu.h precompiled and rnnc/panels.h's kernels compiled
+    into panels.o. None where RNNC_PREBUILT=0 or it cannot be built (bundles then build alone)."""
+    if os.environ.get("RNNC_PREBUILT") == "0":
+        return None
+    key = hashlib.sha256(b"\0".join([b"runtime", " ".join(flags).encode(), _cxx_version(cc).encode(),
+                                     _headers_text(include)])).hexdigest()[:24]
+
+    def command(tmp, out):
+        os.makedirs(os.path.join(tmp, "rnnc"), exist_ok=True)
+        header = os.path.join(include, "rnnc", "cpu.h")
+        return [[cc] + flags + ["-DRNNC_PREBUILT_PANELS", "-x", "c++-header", header,
+                                "-o", os.path.join(tmp, "rnnc", "cpu.h.gch")],
+                [cc] + flags + ["-DRNNC_PANELS_INSTANTIATE", "-c", os.path.join(tmp, "panels.cpp"), "-o", out]]
+
+    try:
+        _, entry = cached_build("runtime-" + key, "panels.o", {"panels.cpp": b'#include "rnnc/cpu.h"\n'}, command)
+    except CompileError:
+        return None
+    return entry
 
 
 def build_library(manifest, files, dtype_bytes, arch="sm_90"):
@@ -218,8 +244,22 @@ def build_library(manifest, files, dtype_bytes, arch="sm_90"):
     key = hashlib.sha256(b"\0".join([files[src_name], " ".join(flags + libs).encode(), _cxx_version(cc).encode(),
                                      _headers_text(include)])).hexdigest()[:24]
     lib_name = "lib" + manifest["model"] + ".so"
-    lib, entry = cached_build(key, lib_name, files,
-                              lambda tmp, out: [cc] + flags + [os.path.join(tmp, src_name), "-o", out] + libs)
+    prebuilt = _prebuilt_runtime(cc, flags, include) if target == "cpu" else None
+
+    def command(prebuilt):
+        # The prebuilt runtime's folder goes before the runtime's, where GCC looks for rnnc/cpu.h.gch.
+        before, after = (["-DRNNC_PREBUILT_PANELS", "-I" + prebuilt], [os.path.join(prebuilt, "panels.o")]) if prebuilt \
+            else ([], [])
+        return lambda tmp, out: [cc] + before + flags + [os.path.join(tmp, src_name), "-o", out] + after + libs
+
+    try:
+        lib, entry = cached_build(key, lib_name, files, command(prebuilt))
+    except CompileError:
+        if not prebuilt:
+            raise
+        # A damaged runtime folder (GCC refuses a truncated .gch): build alone, then drop it.
+        lib, entry = cached_build(key, lib_name, files, command(None))
+        shutil.rmtree(prebuilt, ignore_errors=True)
     try:
         return _abi.Library(lib, manifest["symbol"])
     except OSError as e:

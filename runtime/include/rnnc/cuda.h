@@ -185,20 +185,39 @@ inline cudaError_t read_rows(const E *a, int64_t first, int64_t rows, int64_t B,
                          cudaMemcpyDeviceToDevice, s);
 }
 
+/// How a kernel is launched: plainly, with dynamic shared memory, or cooperatively.
+enum class LaunchKind { plain, shared, cooperative };
+
+/// One launch of `kernel` with `args` by value and `shared` bytes of dynamic
+/// shared memory per block; false with last_error() naming `what` on failure.
+template <class... Args>
+inline bool launch_as(LaunchKind kind, const void *kernel, const char *what, unsigned grid, unsigned block, size_t shared,
+                      cudaStream_t s, Args... args) {
+#ifdef RNNC_CUDA_EMULATOR // tests/emulator: the kernel's threads run on the host
+  (void)what;
+  switch (kind) {
+  case LaunchKind::plain: return rnnc_emulator::launch(kernel, grid, block, s, args...);
+  case LaunchKind::shared: return rnnc_emulator::launch_shared(kernel, grid, block, shared, s, args...);
+  case LaunchKind::cooperative: return rnnc_emulator::launch_cooperative(kernel, grid, block, shared, s, args...);
+  }
+  return false;
+#else
+  void *argv[] = {static_cast<void *>(&args)...};
+  const bool cooperative = kind == LaunchKind::cooperative;
+  cudaError_t e = cooperative ? cudaLaunchCooperativeKernel(kernel, dim3(grid), dim3(block), argv, shared, s)
+                              : cudaLaunchKernel(kernel, dim3(grid), dim3(block), argv, shared, s);
+  if (e == cudaSuccess) return true;
+  last_error() = std::string(cooperative ? "cudaLaunchCooperativeKernel(" : "cudaLaunchKernel(") + what +
+                 "): " + cudaGetErrorString(e);
+  return false;
+#endif
+}
+
 /// Launches `kernel` (a __global__ function, or a cudaKernel_t from
 /// rnnc/cuda_jit.h) with `args` by value; the error names `what`.
 template <class... Args>
 inline bool launch(const void *kernel, const char *what, unsigned grid, unsigned block, cudaStream_t s, Args... args) {
-#ifdef RNNC_CUDA_EMULATOR // tests/emulator: the kernel's threads run on the host
-  (void)what;
-  return rnnc_emulator::launch(kernel, grid, block, s, args...);
-#else
-  void *argv[] = {static_cast<void *>(&args)...};
-  cudaError_t e = cudaLaunchKernel(kernel, dim3(grid), dim3(block), argv, 0, s);
-  if (e == cudaSuccess) return true;
-  last_error() = std::string("cudaLaunchKernel(") + what + "): " + cudaGetErrorString(e);
-  return false;
-#endif
+  return launch_as(LaunchKind::plain, kernel, what, grid, block, 0, s, args...);
 }
 
 /// Launches `kernel` with `shared` bytes of dynamic shared memory per block
@@ -207,16 +226,7 @@ inline bool launch(const void *kernel, const char *what, unsigned grid, unsigned
 template <class... Args>
 inline bool launch_shared(const void *kernel, const char *what, unsigned grid, unsigned block, size_t shared, cudaStream_t s,
                           Args... args) {
-#ifdef RNNC_CUDA_EMULATOR // tests/emulator: the kernel's threads run on the host
-  (void)what;
-  return rnnc_emulator::launch_shared(kernel, grid, block, shared, s, args...);
-#else
-  void *argv[] = {static_cast<void *>(&args)...};
-  cudaError_t e = cudaLaunchKernel(kernel, dim3(grid), dim3(block), argv, shared, s);
-  if (e == cudaSuccess) return true;
-  last_error() = std::string("cudaLaunchKernel(") + what + "): " + cudaGetErrorString(e);
-  return false;
-#endif
+  return launch_as(LaunchKind::shared, kernel, what, grid, block, shared, s, args...);
 }
 
 /// Launches `kernel` as a cooperative kernel (a persistent loop: all `grid`
@@ -225,16 +235,7 @@ inline bool launch_shared(const void *kernel, const char *what, unsigned grid, u
 template <class... Args>
 inline bool launch_cooperative(const void *kernel, const char *what, unsigned grid, unsigned block, size_t shared,
                                cudaStream_t s, Args... args) {
-#ifdef RNNC_CUDA_EMULATOR // tests/emulator: the blocks run on host threads, one at a time
-  (void)what;
-  return rnnc_emulator::launch_cooperative(kernel, grid, block, shared, s, args...);
-#else
-  void *argv[] = {static_cast<void *>(&args)...};
-  cudaError_t e = cudaLaunchCooperativeKernel(kernel, dim3(grid), dim3(block), argv, shared, s);
-  if (e == cudaSuccess) return true;
-  last_error() = std::string("cudaLaunchCooperativeKernel(") + what + "): " + cudaGetErrorString(e);
-  return false;
-#endif
+  return launch_as(LaunchKind::cooperative, kernel, what, grid, block, shared, s, args...);
 }
 
 /// What persistent_choice learned of a device and a persistent kernel: the

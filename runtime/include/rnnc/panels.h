@@ -206,8 +206,8 @@ namespace panels_detail {
 /// panel_product on `chosen`, which this CPU must have, over `count` pieces of
 /// rows (M of them in all).
 template <class E>
-void product(Isa chosen, const std::pair<int64_t, int64_t> *pieces, int64_t count, int64_t M, int64_t N,
-                    int64_t K, const E *A, const E *panels, E *C, int64_t ldc) {
+void product(Isa chosen, const std::pair<int64_t, int64_t> *pieces, int64_t count, int64_t M, int64_t N, int64_t K,
+             const E *A, const E *panels, E *C, int64_t ldc) {
   if (M <= 0 || N <= 0) return;
   // A block is a tile's columns (the widest kernel's: the same cut for every ISA).
   constexpr int64_t kBlock = 2 * kPanel<E>;
