@@ -10,6 +10,7 @@
 #include "rnnc/memory.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
@@ -36,6 +37,36 @@ fs::path cacheRoot() {
   if (const char *x = std::getenv("XDG_CACHE_HOME"); x && *x) return fs::path(x) / "rnnc";
   if (const char *h = std::getenv("HOME"); h && *h) return fs::path(h) / ".cache" / "rnnc";
   return fs::temp_directory_path() / "rnnc-cache";
+}
+
+/// An entry's last use is its folder's time: set on every use, read by pruneCache.
+void markUsed(const fs::path &entry) {
+  std::error_code ec;
+  fs::last_write_time(entry, fs::file_time_type::clock::now(), ec);
+}
+
+/// After a fresh build: the cache's entries (bundles, runtime folders, the Python package's
+/// py- entries and their locks) unused for $RNNC_CACHE_DAYS days (30 by default, 0 keeps them
+/// all) are removed, and the temporary folders of builds a day old (interrupted ones).
+void pruneCache() {
+  int64_t days = 30;
+  if (const char *v = std::getenv("RNNC_CACHE_DAYS"); v && *v) {
+    const std::string text = v;
+    if (text.size() > 5 || text.find_first_not_of("0123456789") != std::string::npos) return; // not a count: keep all
+    days = std::stoll(text);
+  }
+  if (days == 0) return;
+  const auto now = fs::file_time_type::clock::now();
+  std::error_code ec;
+  std::vector<fs::path> old;
+  for (fs::directory_iterator it(cacheRoot(), ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    const bool lock = name.size() > 5 && name.compare(name.size() - 5, 5, ".lock") == 0;
+    const bool building = name.rfind(".tmp-", 0) == 0 || (name.rfind("py-", 0) == 0 && !lock && name.find('.') != std::string::npos);
+    const auto age = now - it->last_write_time(ec);
+    if (!ec && age > std::chrono::hours(24) * (building ? 1 : days)) old.push_back(it->path());
+  }
+  for (const fs::path &p : old) fs::remove_all(p, ec);
 }
 
 std::string compiler() {
@@ -140,7 +171,10 @@ static std::string prebuiltRuntime(const std::string &flags, const fs::path &fai
   const std::string key = fnv1a("runtime\n" + flags + "\n" + compiler() + "\n" + runtimeHeaders());
   const fs::path dir = cacheRoot() / ("runtime-" + key), gch = fs::path("rnnc") / "cpu.h.gch";
   std::error_code ec;
-  if (fs::exists(dir / gch, ec) && fs::exists(dir / "panels.o", ec)) return dir.string();
+  if (fs::exists(dir / gch, ec) && fs::exists(dir / "panels.o", ec)) {
+    markUsed(dir);
+    return dir.string();
+  }
   std::mt19937_64 rng(std::random_device{}());
   const fs::path tmp = cacheRoot() / fmt::format(".tmp-runtime-{}-{:x}", key, rng());
   fs::create_directories(tmp / "rnnc", ec);
@@ -241,7 +275,9 @@ const rnnc_model *loadCompiledModel(const codegen::Bundle &b, DType dtype, std::
         return nullptr;
       }
     }
+    pruneCache();
   }
+  markUsed(dir);
   void *handle = ::dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
     error = fmt::format("cannot load {}: {}", lib.string(), ::dlerror());

@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 
 from . import _abi
 
@@ -196,9 +197,37 @@ def cached_build(key, lib_name, files, command, root=None):
                     os.rename(tmp, entry)
                 finally:
                     shutil.rmtree(tmp, ignore_errors=True)
+                prune_cache(root)
     if not os.path.isfile(lib):
         raise RuntimeError(f"the cache entry {entry} has no {lib_name}: remove it and try again")
+    try:
+        os.utime(entry)  # its last use, which prune_cache reads
+    except OSError:
+        pass
     return lib, entry
+
+
+def prune_cache(root):
+    """After a fresh build, as rnnc's engine does (docs/codegen.md): the cache's entries unused
+    for $RNNC_CACHE_DAYS days (30 by default, 0 keeps them all) are removed, and the temporary
+    folders of builds a day old. An entry's last use is its folder's time."""
+    days = os.environ.get("RNNC_CACHE_DAYS") or "30"
+    if not days.isdigit() or len(days) > 5 or int(days) == 0:
+        return
+    now = time.time()
+    for name in os.listdir(root):
+        path = os.path.join(root, name)
+        lock = name.endswith(".lock")
+        building = name.startswith(".tmp-") or (name.startswith("py-") and not lock and "." in name)
+        try:
+            if not (lock or os.path.isdir(path)) or now - os.path.getmtime(path) <= 86400 * (1 if building else int(days)):
+                continue
+            if lock:
+                os.remove(path)
+            else:
+                shutil.rmtree(path, ignore_errors=True)
+        except OSError:
+            pass
 
 
 def _prebuilt_runtime(cc, flags, include):

@@ -50,3 +50,22 @@ def test_prebuilt_runtime_same_bits_and_damaged_dropped(tmp_path):
             subprocess.run(["rm", "-rf", entry], check=True)
     assert run(tmp_path / "cache") == with_runtime
     assert not os.path.exists(folders[0])
+
+
+def test_cache_forgets_what_it_has_not_used(tmp_path):
+    """After a fresh build, entries unused for $RNNC_CACHE_DAYS days go (docs/torch.md)."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    month = 31 * 86400
+    for name, age in (("py-0123", month), ("0123456789abcdef", month), ("py-0123.lock", month),
+                      ("py-0123.abc", 2 * 86400), ("recent", 2 * 86400), (".tmp-recent", 3600)):
+        path = cache / name
+        if name.endswith(".lock"):
+            path.touch()
+        else:
+            path.mkdir()
+        os.utime(path, (path.stat().st_atime - age, path.stat().st_mtime - age))
+    run(cache)
+    left = sorted(os.listdir(cache))
+    assert "recent" in left and ".tmp-recent" in left, left
+    assert not {"py-0123", "0123456789abcdef", "py-0123.lock", "py-0123.abc"} & set(left), left
