@@ -1,6 +1,7 @@
 // `rnnc check FILE.rnn`: diagnostics only. Every root whose dims all have
-// values is also lowered and through the passes, so the graph-level errors
-// (algebraic loops, mixed directions) are found too.
+// values (with --entry, that root alone) is also lowered and through the
+// passes, so the graph-level errors (algebraic loops, mixed directions) are
+// found too.
 #include "driver/Command.h"
 
 namespace rnnc {
@@ -15,10 +16,11 @@ public:
   int run() override {
     CompileOptions o;
     if (!compileOptionsOf(common_, o)) return 1;
-    auto p = checkProgram(common_.file, o, nullptr, /*pickEntity=*/false);
+    const bool one = !common_.entry.empty(); // --entry: that cell or model alone, which must exist
+    auto p = checkProgram(common_.file, o, nullptr, /*pickEntity=*/one);
     if (!p) return 1;
     for (const auto &e : p->file->sema.entities)
-      if (e.complete) compileProgram(*p, e, o);
+      if (e.complete && (!one || &e == p->entity)) compileProgram(*p, e, o);
     finishDiagnostics(*p);
     return p->file->ok() ? 0 : 1;
   }
