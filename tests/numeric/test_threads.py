@@ -7,7 +7,8 @@ repeated under each OpenBLAS core type this machine can run: its own, Haswell
 else Sandybridge), so that a machine of one kind catches what another would
 hit. The dims are large enough that the products are cut into many tiles
 (rnnc/cpu.h, gemm_tiles), and one case has a single sequence (B = 1: the
-matrix-vector path)."""
+matrix-vector path); two have sequences of their own lengths (unsorted, B =
+29: each step's products and kernels cut its running rows)."""
 import atexit
 import os
 import subprocess
@@ -53,7 +54,7 @@ def files(out):
     return found
 
 
-def case(rnnc, cache, name, size, T, B, dtype):
+def case(rnnc, cache, name, size, T, B, dtype, lengths=False):
     def fn():
         path = os.path.join(SAMPLES, name + ".rnn")
         found, _ = nl.small_dims(rnnc, path)
@@ -66,7 +67,12 @@ def case(rnnc, cache, name, size, T, B, dtype):
         params = nl.random_params(info, rng)
         inputs = nl.random_inputs(info, rng, T, B)
         work = nl.scratch("threads")
-        runner = nl.Runner(rnnc, path, dims, work, extra=["--engine", "compiled"])
+        extra = ["--engine", "compiled"]
+        if lengths:  # unsorted, from 1 to T: the threads' cut of the sequences follows their steps
+            f = os.path.join(work, "lengths.npy")
+            np.save(f, rng.integers(1, T + 1, size=B).astype(np.int32))
+            extra += ["--lengths", f]
+        runner = nl.Runner(rnnc, path, dims, work, extra=extra)
         grad = {} if has_loss(path) else {n: rng.normal(0.0, 1.0, (T, B, w)) for n, w in info.outputs}
         runs = 0
         for core in core_types():
@@ -101,6 +107,8 @@ def cases(rnnc):
     samples = sorted(f[:-4] for f in os.listdir(SAMPLES) if f.endswith(".rnn"))
     out = [(f"threads/{s}", case(rnnc, cache, s, 96, 16, 8, "f32")) for s in samples]
     out.append(("threads/lstm-f64", case(rnnc, cache, "lstm", 128, 16, 8, "f64")))
+    # Sequences of their own lengths: each step's products and kernels cover the running rows.
+    out += [(f"threads/{s}-lengths", case(rnnc, cache, s, 96, 16, 29, "f32", lengths=True)) for s in ("lstm", "bitagger")]
     out.append(("threads/lstm-B1", case(rnnc, cache, "lstm", 512, 8, 1, "f32")))
     return out
 
