@@ -4,6 +4,7 @@
 // tests/memory/run.py.
 #include "TestSupport.h"
 
+#include "codegen/ConcatInPlace.h"
 #include "codegen/KernelIR.h"
 #include "frontend/Lower.h"
 #include "passes/Autodiff.h"
@@ -362,4 +363,25 @@ TEST_CASE("plan-memory: the products with a weight get its panels, forward's and
                        "  h = tanh(x + U @ (W @ h[t-1]))\n}\n",
                        Backward::None);
   CHECK(small->m().panelElements == 16 * 5 + 16 * 3);
+}
+
+TEST_CASE("concat in place: the LSTM backward's gate gradients go straight into the buffer dW reads", "[codegen][memory]") {
+  auto r = planned(test::kLstmSource, Backward::All);
+  r->c.optimize = false; // buildProgram leaves the copying sweep (-O0's program)
+  codegen::Program p;
+  std::string error;
+  REQUIRE(codegen::buildProgram(r->c, p, error));
+  auto sweeps = [&] {
+    size_t n = 0;
+    for (const codegen::KernelIR &k : p.kernels) n += k.sweeps.size();
+    return n;
+  };
+  const size_t before = sweeps();
+  const int removed = codegen::storeConcatPiecesInPlace(p);
+  CHECK(removed == 1); // the one concat of the four gate gradients
+  CHECK(sweeps() == before - static_cast<size_t>(removed));
+  CHECK(codegen::storeConcatPiecesInPlace(p) == 0); // nothing left to store in place
+  for (const codegen::KernelIR &k : p.kernels)
+    for (const codegen::Sweep &s : k.sweeps)
+      for (const codegen::Instr &in : s.body) CHECK(in.op != Op::Concat);
 }
