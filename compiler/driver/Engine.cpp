@@ -20,6 +20,7 @@
 #include <fmt/format.h>
 #include <fstream>
 #include <random>
+#include <regex>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
@@ -45,9 +46,20 @@ void markUsed(const fs::path &entry) {
   fs::last_write_time(entry, fs::file_time_type::clock::now(), ec);
 }
 
-/// After a fresh build: the cache's entries (bundles, runtime folders, the Python package's
-/// py- entries and their locks) unused for $RNNC_CACHE_DAYS days (30 by default, 0 keeps them
-/// all) are removed, and the temporary folders of builds a day old (interrupted ones).
+/// Whether `name` is one of the cache's own entries, so that a cache folder shared with anything
+/// else loses nothing else: a bundle's key (16 hex digits), runtime-<key>, a build's temporary
+/// .tmp-[runtime-]<key>-<random>; the Python package's py-[runtime-]<24 hex digits>, its .lock,
+/// and its temporary folders (.<random> after the key). `building`: a temporary folder.
+bool cacheEntry(const std::string &name, bool &building) {
+  static const std::regex entry("([0-9a-f]{16}|runtime-[0-9a-f]{16}|py-(runtime-)?[0-9a-f]{24}(\\.lock)?)");
+  static const std::regex temporary("(\\.tmp-(runtime-)?[0-9a-f]{16}-[0-9a-f]+|py-(runtime-)?[0-9a-f]{24}\\.[a-z0-9_]+)");
+  building = std::regex_match(name, temporary) && !std::regex_match(name, entry);
+  return building || std::regex_match(name, entry);
+}
+
+/// After a fresh build: the cache's entries (cacheEntry: bundles, runtime folders, the Python
+/// package's entries and their locks) unused for $RNNC_CACHE_DAYS days (30 by default, 0 keeps
+/// them all) are removed, and the temporary folders of builds a day old (interrupted ones).
 void pruneCache() {
   int64_t days = 30;
   if (const char *v = std::getenv("RNNC_CACHE_DAYS"); v && *v) {
@@ -60,9 +72,8 @@ void pruneCache() {
   std::error_code ec;
   std::vector<fs::path> old;
   for (fs::directory_iterator it(cacheRoot(), ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    const bool lock = name.size() > 5 && name.compare(name.size() - 5, 5, ".lock") == 0;
-    const bool building = name.rfind(".tmp-", 0) == 0 || (name.rfind("py-", 0) == 0 && !lock && name.find('.') != std::string::npos);
+    bool building = false;
+    if (!cacheEntry(it->path().filename().string(), building)) continue;
     const auto age = now - it->last_write_time(ec);
     if (!ec && age > std::chrono::hours(24) * (building ? 1 : days)) old.push_back(it->path());
   }

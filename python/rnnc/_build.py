@@ -8,6 +8,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -207,18 +208,28 @@ def cached_build(key, lib_name, files, command, root=None):
     return lib, entry
 
 
+# The cache's own entries (the rnnc engine's, compiler/driver/Engine.cpp's cacheEntry, and this
+# package's) and the temporary folders of builds.
+_CACHE_ENTRY = re.compile(r"[0-9a-f]{16}|runtime-[0-9a-f]{16}|py-(runtime-)?[0-9a-f]{24}(\.lock)?")
+_CACHE_TEMPORARY = re.compile(r"\.tmp-(runtime-)?[0-9a-f]{16}-[0-9a-f]+|py-(runtime-)?[0-9a-f]{24}\.[a-z0-9_]+")
+
+
 def prune_cache(root):
-    """After a fresh build, as rnnc's engine does (docs/codegen.md): the cache's entries unused
-    for $RNNC_CACHE_DAYS days (30 by default, 0 keeps them all) are removed, and the temporary
-    folders of builds a day old. An entry's last use is its folder's time."""
+    """After a fresh build, as rnnc's engine does (docs/codegen.md): the cache's own entries
+    unused for $RNNC_CACHE_DAYS days (30 by default, 0 keeps them all) are removed, and the
+    temporary folders of builds a day old; nothing else in the folder. An entry's last use is its
+    folder's time."""
     days = os.environ.get("RNNC_CACHE_DAYS") or "30"
     if not days.isdigit() or len(days) > 5 or int(days) == 0:
         return
     now = time.time()
     for name in os.listdir(root):
         path = os.path.join(root, name)
+        entry, building = _CACHE_ENTRY.fullmatch(name), _CACHE_TEMPORARY.fullmatch(name)
+        if not (entry or building):
+            continue  # not the cache's: a folder shared with anything else loses nothing else
+        building = building and not entry
         lock = name.endswith(".lock")
-        building = name.startswith(".tmp-") or (name.startswith("py-") and not lock and "." in name)
         try:
             if not (lock or os.path.isdir(path)) or now - os.path.getmtime(path) <= 86400 * (1 if building else int(days)):
                 continue
