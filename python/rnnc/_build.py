@@ -241,14 +241,14 @@ def prune_cache(root):
             pass
 
 
-def _prebuilt_runtime(cc, flags, include):
-    """The folder of what every CPU bundle built with `flags` shares, built once (as rnnc's own
-    engine does, docs/codegen.md): rnnc/cpu.h precompiled and rnnc/panels.h's kernels compiled
+def _prebuilt_runtime(cc, flags, include, headers):
+    """The folder of what every CPU bundle built with `flags` shares (keyed by the runtime's
+    `headers` text too), built once (as rnnc's own engine does, docs/codegen.md): rnnc/cpu.h precompiled and rnnc/panels.h's kernels compiled
     into panels.o. None where RNNC_PREBUILT=0 or it cannot be built (bundles then build alone)."""
     if os.environ.get("RNNC_PREBUILT") == "0":
         return None
     key = hashlib.sha256(b"\0".join([b"runtime", " ".join(flags).encode(), _cxx_version(cc).encode(),
-                                     _headers_text(include)])).hexdigest()[:24]
+                                     headers])).hexdigest()[:24]
 
     def command(tmp, out):
         os.makedirs(os.path.join(tmp, "rnnc"), exist_ok=True)
@@ -281,10 +281,11 @@ def build_library(manifest, files, dtype_bytes, arch="sm_90"):
         libs = ["-lopenblas"]
     if dtype_bytes == 8:
         flags.append("-DRNNC_REAL_DOUBLE")
+    headers = _headers_text(include)
     key = hashlib.sha256(b"\0".join([files[src_name], " ".join(flags + libs).encode(), _cxx_version(cc).encode(),
-                                     _headers_text(include)])).hexdigest()[:24]
+                                     headers])).hexdigest()[:24]
     lib_name = "lib" + manifest["model"] + ".so"
-    prebuilt = _prebuilt_runtime(cc, flags, include) if target == "cpu" else None
+    prebuilt = _prebuilt_runtime(cc, flags, include, headers) if target == "cpu" else None
 
     def command(prebuilt):
         # The prebuilt runtime's folder goes before the runtime's, where GCC looks for rnnc/cpu.h.gch.

@@ -68,7 +68,7 @@ def case(rnnc, cache, name, size, T, B, dtype, lengths=False):
         inputs = nl.random_inputs(info, rng, T, B)
         work = nl.scratch("threads")
         extra = ["--engine", "compiled"]
-        if lengths:  # unsorted, from 1 to T: the threads' cut of the sequences follows their steps
+        if lengths:  # unsorted, from 1 to T: each step's products and kernels cover its running rows
             f = os.path.join(work, "lengths.npy")
             np.save(f, rng.integers(1, T + 1, size=B).astype(np.int32))
             extra += ["--lengths", f]
