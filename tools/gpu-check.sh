@@ -13,7 +13,8 @@
 #   persist the same with every loop forced persistent (one cooperative kernel a loop,
 #           docs/cuda.md#persistent-loops), and again forced fused (a kernel a step per
 #           product), then bench/gpu/persistent.py: LSTM and GRU, persistent and fused
-#           against step by step, B 1 4 16 64, H 256 768, and the cost model's pick;
+#           against step by step, f32 and bf16 (tensor cores), B 1 4 16 64, H 768 256,
+#           and the cost model's pick;
 #           written to docs/benchmarks/gpu-persistent.md
 #   abi     tests/cuda/no_device.cpp on the LSTM --jit bundle: ABI v3 on a GPU (the
 #           caller's stream, forward's results, two threads at once)
@@ -152,7 +153,7 @@ if [ "$tests_rc" != 77 ] && [ $scan_only = 0 ]; then
     persist_result+="; tests FAILED fused (exit $fused_rc, $fell_back loops step by step; $out/fused-tests.log)"
     failed=1
   fi
-  with_blas timeout -k 10 150 python3 bench/gpu/persistent.py --rnnc "$rnnc" --budget-s 100 \
+  with_blas timeout -k 10 150 python3 bench/gpu/persistent.py --rnnc "$rnnc" --budget-s 100 --hidden 768 256 \
     >"$out/persistent.md" 2>"$out/persistent.log"
   case $? in
     0) persist_result+="; timed: docs/benchmarks/gpu-persistent.md" ;;

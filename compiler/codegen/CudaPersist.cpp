@@ -79,6 +79,13 @@ __device__ __forceinline__ int owned_row(Slice s, int unit, int o) { return o / 
 // element i of its row (a unit the block owns) is there at owned_row's inverse.
 __device__ __forceinline__ int chip_element(Slice s, int unit, int i) { return i / unit * s.count + i % unit - s.first; }
 
+)cuda";
+
+// The products of a float or double model: FMA, the weights as they are.
+const char *kFmaProduct = R"cuda(
+// A product's input as the product multiplies it: as it is.
+__device__ __forceinline__ real product_operand(real x) { return x; }
+
 // The weights of the block's rows into shared memory, w[o][j] for o < its rows,
 // j < reduce: rows of W [outputs][reduce], or (transposed) columns of W [reduce][outputs].
 __device__ void persist_load(const real *__restrict__ W, bool transposed, int outputs, int reduce, int unit, Slice s,
@@ -110,14 +117,131 @@ __device__ void persist_product(const real *__restrict__ w, Slice s, int unit, i
 }
 )cuda";
 
+// The products of a 16-bit model, on tensor cores: mma.sync m16n8k16 with 16-bit
+// operands and float sums; %TYPE% becomes the model's 16-bit type (bf16, f16).
+const char *kTensorProduct = R"cuda(
+// Two 16-bit values of one register: `lo` in the low half (the lower column of A, row of B).
+__device__ __forceinline__ unsigned pack2(store lo, store hi) { return unsigned(lo.bits) | unsigned(hi.bits) << 16; }
+__device__ __forceinline__ unsigned load_pair(const store *p) { return *reinterpret_cast<const unsigned *>(p); }
+
+// d += A B on the warp's tensor cores: A a 16 x 16 tile (row-major; lane l holds
+// rows l/4 and l/4 + 8, columns 2(l%4) + {0, 1} and those + 8), B a 16 x 8 tile
+// (lane l holds column l/4, rows 2(l%4) + {0, 1} and those + 8), d 16 x 8 in float
+// (lane l holds rows l/4 and l/4 + 8, columns 2(l%4) + {0, 1}).
+// Before sm_80 (no m16n8k16), and under the emulator with RNNC_SHUFFLE_MMA, the same
+// sums in FMA: each lane gathers its rows of A and columns of B by shuffles.
+__device__ __forceinline__ float half_of(unsigned pair, int high) {
+  store v;
+  v.bits = (unsigned short)(high ? pair >> 16 : pair & 0xffffu);
+  return float(v);
+}
+__device__ __forceinline__ void mma_16x8x16(float d[4], const unsigned a[4], const unsigned b[2]) {
+#if defined(RNNC_CUDA_EMULATOR) && !defined(RNNC_SHUFFLE_MMA)
+  rnnc_emulator::mma_m16n8k16(d, a, b, [](unsigned short bits) { return half_of(bits, 0); });
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && !defined(RNNC_SHUFFLE_MMA)
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.%TYPE%.%TYPE%.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+               "{%0, %1, %2, %3};"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+  const int lane = threadIdx.x & 31, group = lane >> 2, column = (lane & 3) * 2;
+#pragma unroll
+  for (int k = 0; k < 16; ++k) {
+    const int from = (k & 7) >> 1, high = k & 1; // the lane of a group holding column (row of B) k, and its half
+    const float a0 = half_of(__shfl_sync(0xffffffffu, a[k / 8 * 2], group * 4 + from), high);     // A[group][k]
+    const float a1 = half_of(__shfl_sync(0xffffffffu, a[k / 8 * 2 + 1], group * 4 + from), high); // A[group + 8][k]
+    const float b0 = half_of(__shfl_sync(0xffffffffu, b[k / 8], column * 4 + from), high);        // B[k][column]
+    const float b1 = half_of(__shfl_sync(0xffffffffu, b[k / 8], column * 4 + 4 + from), high);    // B[k][column + 1]
+    d[0] += a0 * b0;
+    d[1] += a0 * b1;
+    d[2] += a1 * b0;
+    d[3] += a1 * b1;
+  }
+#endif
+}
+
+// The weights of the block's rows into shared memory as whole tiles: w[o][j] for o
+// below its rows rounded up to 16, j below reduce rounded up to 16 (kpad), zero past
+// its rows and reduce; rows of W [outputs][reduce], or (transposed) columns of W [reduce][outputs].
+__device__ void persist_load(const store *__restrict__ W, bool transposed, int outputs, int reduce, int unit, Slice s,
+                             store *__restrict__ w) {
+  const int rows = outputs / unit * s.count, kpad = (reduce + 15) / 16 * 16, padded = (rows + 15) / 16 * 16;
+  for (int e = threadIdx.x; e < padded * kpad; e += blockDim.x) {
+    const int o = e / kpad, j = e % kpad;
+    store v = 0.0f;
+    if (o < rows && j < reduce) v = transposed ? W[j * outputs + owned_row(s, unit, o)] : W[owned_row(s, unit, o) * reduce + j];
+    w[e] = v;
+  }
+}
+
+// A product's input as the product multiplies it: rounded to 16 bits (a state is float).
+template <class In> __device__ __forceinline__ real product_operand(In x) { return store(real(x)); }
+
+// Element j of row r of a product's input, rounded to 16 bits (a state is float), zero
+// past the reduction and for the rows past the last one running.
+template <class In>
+__device__ __forceinline__ store product_input(const In *__restrict__ in, int r, int j, int reduce, int running) {
+  return r < running && j < reduce ? store(real(in[r * reduce + j])) : store(0.0f);
+}
+
+// Element i of lane `lane`'s tile `tile` of a product's result: output o, sequence r.
+__device__ __forceinline__ void tile_put(real *__restrict__ out, Slice s, int unit, int rows, int row_tiles, int outputs,
+                                         int m, bool on_chip, int tile, int lane, int i, real v) {
+  const int o = tile % row_tiles * 16 + (lane >> 2) + 8 * (i >> 1), r = tile / row_tiles * 8 + (lane & 3) * 2 + (i & 1);
+  if (o < rows && r < m) out[on_chip ? r * rows + o : r * outputs + owned_row(s, unit, o)] = v;
+}
+
+// The block's rows of one step's product: out[r][row(o)] = sum_j w[o][j] in[r][j] for the
+// m rows (sequences) of the step, zero for rows running <= r; on_chip: out[r][o], the
+// block's rows in its shared memory. A warp per tile of 16 outputs by 8 sequences, the
+// reduction 16 at a time; where the tiles are fewer than the warps, each tile's reduction
+// is split among warps, whose partial tiles `scratch` holds (8 x 128 floats) and one sum
+// adds in a fixed order.
+template <class In>
+__device__ void persist_product(const store *__restrict__ w, Slice s, int unit, int reduce, const In *__restrict__ in,
+                                real *__restrict__ out, int outputs, int m, int running, bool on_chip,
+                                real *__restrict__ scratch) {
+  const int lane = threadIdx.x & 31, warps = blockDim.x >> 5, group = lane >> 2, pair = (lane & 3) * 2;
+  const int rows = outputs / unit * s.count, kpad = (reduce + 15) / 16 * 16, steps = kpad / 16;
+  const int row_tiles = (rows + 15) / 16, tiles = row_tiles * ((m + 7) / 8);
+  const int splits = tiles >= warps ? 1 : steps < warps / tiles ? steps : warps / tiles;
+  for (int item = threadIdx.x >> 5; item < tiles * splits; item += warps) {
+    const int tile = item / splits, split = item % splits;
+    const store *a = w + (tile % row_tiles * 16 + group) * kpad + pair;
+    const int r = tile / row_tiles * 8 + group; // the sequence of this lane's column of B
+    float d[4] = {0, 0, 0, 0};
+    for (int k = steps * split / splits; k < steps * (split + 1) / splits; ++k) {
+      const int j = k * 16 + pair;
+      const store *at = a + k * 16; // rows group and group + 8, columns j, j + 1 and those + 8
+      const unsigned A[4] = {load_pair(at), load_pair(at + 8 * kpad), load_pair(at + 8), load_pair(at + 8 * kpad + 8)};
+      const unsigned B[2] = {pack2(product_input(in, r, j, reduce, running), product_input(in, r, j + 1, reduce, running)),
+                             pack2(product_input(in, r, j + 8, reduce, running), product_input(in, r, j + 9, reduce, running))};
+      mma_16x8x16(d, A, B);
+    }
+    for (int i = 0; i < 4; ++i)
+      if (splits == 1) tile_put(out, s, unit, rows, row_tiles, outputs, m, on_chip, tile, lane, i, d[i]);
+      else scratch[item * 128 + lane * 4 + i] = d[i];
+  }
+  if (splits == 1) return;
+  __syncthreads(); // every warp's partial tile is in
+  for (int e = threadIdx.x; e < tiles * 128; e += blockDim.x) {
+    real v = 0;
+    for (int split = 0; split < splits; ++split) v += scratch[(e >> 7) * splits * 128 + split * 128 + (e & 127)];
+    tile_put(out, s, unit, rows, row_tiles, outputs, m, on_chip, e >> 7, (e & 127) >> 2, e & 3, v);
+  }
+}
+)cuda";
+
 // The fused variant's product: like persist_product, its weights read from global memory.
 const char *kFusedProduct = R"cuda(
 // The block's rows of one step's product in a fused loop's kernel (its weights in
 // global memory, read once a launch for every four rows): out[r][row(o)] =
 // sum_j W[row(o)][j] in[r][j], or W[j][row(o)] transposed, zero for rows running <= r;
-// on_chip: out[r][o], as persist_product's.
-__device__ void fused_product(const real *__restrict__ W, bool transposed, Slice s, int unit, int reduce,
-                              const real *__restrict__ in, real *__restrict__ out, int outputs, int m, int running,
+// on_chip: out[r][o], as persist_product's. A 16-bit model's inputs are rounded to 16 bits
+// (product_operand), as its persistent kernel's and cuBLAS's are.
+template <class Weight, class In>
+__device__ void fused_product(const Weight *__restrict__ W, bool transposed, Slice s, int unit, int reduce,
+                              const In *__restrict__ in, real *__restrict__ out, int outputs, int m, int running,
                               bool on_chip) {
   const int rows = outputs / unit * s.count, quads = (m + 3) / 4;
   if (transposed) {
@@ -129,7 +253,7 @@ __device__ void fused_product(const real *__restrict__ W, bool transposed, Slice
       for (int j = 0; j < reduce; ++j) {
         const real w = W[j * outputs + row];
         for (int q = 0; q < 4; ++q)
-          if (r0 + q < running) v[q] += w * in[(r0 + q) * reduce + j];
+          if (r0 + q < running) v[q] += w * product_operand(in[(r0 + q) * reduce + j]);
       }
       for (int q = 0; q < 4 && r0 + q < m; ++q) out[on_chip ? (r0 + q) * rows + o : (r0 + q) * outputs + row] = v[q];
     }
@@ -144,7 +268,7 @@ __device__ void fused_product(const real *__restrict__ W, bool transposed, Slice
     for (int j = lane; j < reduce; j += 32) {
       const real w = W[row * reduce + j];
       for (int q = 0; q < 4; ++q)
-        if (r0 + q < running) v[q] += w * in[(r0 + q) * reduce + j];
+        if (r0 + q < running) v[q] += w * product_operand(in[(r0 + q) * reduce + j]);
     }
     for (int q = 0; q < 4 && r0 + q < m; ++q) {
       const real sum = warp_sum(v[q]);
@@ -181,7 +305,6 @@ bool CudaPersistPrinter::persistent(const Program &p, int stage, std::string *wh
   const StageIR &s = p.stages[stage];
   if (!s.loop) return no("not a loop");
   if (CudaScanPrinter::runsInParallel(p, stage)) return no("it runs in parallel over time");
-  if (isHalf(p.dtype)) return no("16-bit models are not persistent yet");
   RNNC_ASSERT(p.gridBarrierWords >= 2 * static_cast<int64_t>(p.stages.size()), "plan-memory gave the grid barriers no memory");
   for (int k : s.kernels) {
     const KernelIR &kernel = p.kernels[k];
@@ -312,7 +435,13 @@ std::string CudaPersistPrinter::kernelName(int stage) { return fmt::format("pers
 std::string CudaPersistPrinter::devicePrelude(const Program &p) {
   bool fused = false;
   for (size_t s = 0; s < p.stages.size(); ++s) fused |= !fusedKernelNames(p, static_cast<int>(s)).empty();
-  return std::string(kPersistPrelude) + (fused ? kFusedProduct : "") + (p.hasLengths ? kRunningRows : "");
+  std::string products = kFmaProduct;
+  if (isHalf(p.dtype)) {
+    products = kTensorProduct;
+    const std::string type = p.dtype == DType::BF16 ? "bf16" : "f16";
+    for (size_t at; (at = products.find("%TYPE%")) != std::string::npos;) products.replace(at, 6, type);
+  }
+  return std::string(kPersistPrelude) + products + (fused ? kFusedProduct : "") + (p.hasLengths ? kRunningRows : "");
 }
 
 CudaPersistPrinter::FusedPlan CudaPersistPrinter::fusedPlan(const Program &p, int stage) {
@@ -390,6 +519,8 @@ CudaPersistPrinter::Shape CudaPersistPrinter::shape(const Program &p, int stage)
   }
   sh.launches = static_cast<int>(st.kernels.size());
   sh.realBytes = p.dtype == DType::F64 ? 8 : isHalf(p.dtype) ? 2 : 4;
+  sh.chipBytes = p.dtype == DType::F64 ? 8 : 4;
+  sh.tensorCores = isHalf(p.dtype);
   if (!persistent(p, stage, &sh.whyNot)) return sh;
   sh.unit = unitWidth(p, stage, &sh.whyNotUnits);
   sh.barriers = sh.unit ? static_cast<int>(sh.products.size()) : sh.launches;
@@ -407,7 +538,7 @@ int64_t CudaPersistPrinter::Shape::stepwiseWeightBytes() const {
 
 persist::Loop CudaPersistPrinter::Shape::loop() const {
   return {products.empty() ? nullptr : products.data(), static_cast<int>(products.size()), launches, realBytes, barriers, unit,
-          widest, fused, chipPieces};
+          widest, fused, chipPieces, chipBytes, tensorCores};
 }
 
 std::string CudaPersistPrinter::chipNames() const {
@@ -444,9 +575,10 @@ std::string CudaPersistPrinter::kernel() const {
   w.line("// {}: stage {}'s loop, t = {}, as one cooperative kernel (docs/cuda.md#persistent-loops)", kernelName(stage_),
          stage_, s_.direction > 0 ? "0 .. T-1" : "T-1 .. 0");
   w.raw(CudaPrinter(p_, sm_).equationsComment(all));
-  w.open("RNNC_KERNEL __launch_bounds__(256) void {}(const Workspace ws, const real *__restrict__ P, int64_t T, int64_t B, "
+  const bool tensor = shape_.tensorCores;
+  w.open("RNNC_KERNEL __launch_bounds__(256) void {}(const Workspace ws, const {} *__restrict__ P, int64_t T, int64_t B, "
          "unsigned *barrier) {{",
-         kernelName(stage_));
+         kernelName(stage_), portType(p_));
   if (unit) {
     w.line("// Each block owns a slice of the loop's {} units and keeps the weights of its units' rows", unit);
     w.line("// in shared memory for all T steps; it computes those rows of each product and runs the");
@@ -456,8 +588,8 @@ std::string CudaPersistPrinter::kernel() const {
     w.line("// Each block keeps its slice of the loop's weights in shared memory for all T steps; the");
     w.line("// blocks meet at a grid barrier after each kernel of a step.");
   }
-  // The weights, once: each product's rows after the one before.
-  std::string next = "dynamic_shared()";
+  // The weights, once: each product's rows after the one before (16 bits: whole tiles of them).
+  std::string next = tensor ? "reinterpret_cast<store *>(dynamic_shared())" : "dynamic_shared()";
   for (size_t i = 0; i < s_.kernels.size(); ++i) {
     const KernelIR &k = p_.kernels[s_.kernels[i]];
     if (!isProduct(k)) continue;
@@ -473,16 +605,25 @@ std::string CudaPersistPrinter::kernel() const {
              o.transposed ? "columns (W^T d)" : "rows (W x)");
       w.line("const Slice {} = block_slice({});", slice, o.outputs);
     }
-    w.line("real *{}_w = {};", k.name, next);
+    w.line("{} *{}_w = {};", tensor ? "store" : "real", k.name, next);
     w.line("persist_load({}, {}, {}, {}, {}, {}, {}_w);", o.weights, o.transposed ? "true" : "false", o.outputs, o.reduce,
            unit ? unit : o.outputs, slice, k.name);
     const int64_t span = unit ? unit : o.outputs;
-    next = pieces > 1 ? fmt::format("{}_w + {} * (({} + gridDim.x - 1) / gridDim.x) * {}", k.name, pieces, span, o.reduce)
-                      : fmt::format("{}_w + ({} + gridDim.x - 1) / gridDim.x * {}", k.name, span, o.reduce);
+    const std::string rows = pieces > 1 ? fmt::format("{} * (({} + gridDim.x - 1) / gridDim.x)", pieces, span)
+                                        : fmt::format("({} + gridDim.x - 1) / gridDim.x", span);
+    next = tensor ? fmt::format("{}_w + ({} + 15) / 16 * 16 * {}", k.name, rows, persist::roundUp(o.reduce, persist::kTileReduce))
+                  : fmt::format("{}_w + {} * {}", k.name, rows, o.reduce);
   }
+  const std::string after = tensor ? fmt::format("reinterpret_cast<real *>({})", next) : next;
   if (!shape_.chip.empty()) {
     w.line("// The step's values that never leave the block ({}), after the weights", chipNames());
-    w.line("real *chip = {};", next);
+    w.line("real *chip = {};", after);
+  }
+  if (tensor) {
+    w.line("// The warps' partial tiles of a product whose reduction they split, after {}", shape_.chip.empty() ? "the weights" : "them");
+    w.line("real *scratch = {};", shape_.chip.empty() ? after
+                                                    : fmt::format("chip + B * {} * ((int64_t({}) + gridDim.x - 1) / gridDim.x)",
+                                                                  shape_.chipPieces, unit));
   }
   w.line("__syncthreads(); // the weights are in");
   w.open("for (int64_t step = 0; step < T; ++step) {{");
@@ -497,9 +638,9 @@ std::string CudaPersistPrinter::kernel() const {
                           : "__syncthreads(); // what the block wrote, before its units read it");
     if (isProduct(k)) {
       const Operands o = operands(k);
-      w.line("persist_product({0}_w, {1}, {2}, {3}, {4}, {5}, {6}, int(B), {7}, {8}); // {0}", k.name,
+      w.line("persist_product({0}_w, {1}, {2}, {3}, {4}, {5}, {6}, int(B), {7}, {8}{9}); // {0}", k.name,
              unit ? "units" : k.name + "_slice", unit ? unit : o.outputs, o.reduce, o.in, o.out, o.outputs,
-             p_.hasLengths ? "running" : "int(B)", o.onChip);
+             p_.hasLengths ? "running" : "int(B)", o.onChip, tensor ? ", scratch" : "");
     } else {
       w.line(unit ? "{}_units(ws, P, B, r0, r1, units{});" : "{}_step(ws, P, B, r0, r1);", k.name, chipArgument(k));
     }
@@ -536,8 +677,8 @@ std::string CudaPersistPrinter::fusedKernels() const {
         for (const SourceRange &r : p_.kernels[k].equations) all.equations.push_back(r);
     w.line("// {}: stage {}'s loop, {}", name, stage_, what);
     w.raw(CudaPrinter(p_, sm_).equationsComment(all));
-    w.open("RNNC_KERNEL __launch_bounds__(256) void {}(const Workspace ws, const real *__restrict__ P, int64_t B, int64_t t{}) {{",
-           name, lead ? ", int64_t next" : "");
+    w.open("RNNC_KERNEL __launch_bounds__(256) void {}(const Workspace ws, const {} *__restrict__ P, int64_t B, int64_t t{}) {{",
+           name, portType(p_), lead ? ", int64_t next" : "");
     const bool product = !kernels.empty() && isProduct(p_.kernels[kernels.front()]);
     if (product) {
       w.line("// Each block owns a slice of the loop's {} units: their rows of the product, its", unit);
@@ -592,19 +733,19 @@ void CudaPersistPrinter::stageFunction(Writer &w, const std::vector<std::string>
   if (shape_.fused)
     w.line("/// T steps), fused (a kernel a step per product) or its kernels step by step, as rnnc/persistent.h's choice says.");
   else w.line("/// T steps) where rnnc/persistent.h's choice says so, else its kernels step by step.");
-  w.open("int stage_{}(const Workspace &ws, const real *P, real *G, int64_t T, int64_t B, cudaStream_t s, "
+  w.open("int stage_{}(const Workspace &ws, const {} *P, real *G, int64_t T, int64_t B, cudaStream_t s, "
          "cublasHandle_t blas) {{",
-         stage_);
+         stage_, portType(p_));
   std::string list;
   for (const persist::Product &pr : shape_.products)
     list += fmt::format("{}{{{}, {}}}", list.empty() ? "" : ", ", pr.outputs, pr.reduce);
   if (!list.empty())
     w.line("static const rnnc::persist::Product products[] = {{{}}}; // {{outputs, reduce}} of each product", list);
   w.line("// {{products, count, launches a step, bytes of a real, grid barriers a step, units, widest row swept,");
-  w.line("//  fused launches a step, values on chip per unit}}");
-  w.line("const rnnc::persist::Loop loop{{{}, {}, {}, sizeof(real), {}, {}, {}, {}, {}}};", list.empty() ? "nullptr" : "products",
-         shape_.products.size(), shape_.launches, shape_.barriers, shape_.unit, shape_.widest, shape_.fused,
-         shape_.chipPieces);
+  w.line("//  fused launches a step, values on chip per unit, bytes of one, products on tensor cores}}");
+  w.line("const rnnc::persist::Loop loop{{{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}}};", list.empty() ? "nullptr" : "products",
+         shape_.products.size(), shape_.launches, shape_.tensorCores ? "2" : "sizeof(real)", shape_.barriers, shape_.unit,
+         shape_.widest, shape_.fused, shape_.chipPieces, "sizeof(real)", shape_.tensorCores ? "true" : "false");
   w.line("const rnnc::persist::Choice c = persistent_choice(kernel_[{}], \"stage {}\", loop, B);", kernelIndex, stage_);
   w.open("if (c.variant == rnnc::persist::Variant::Persistent) {{");
   w.line("unsigned *barrier = ws.grid_barrier + {};", 2 * stage_);

@@ -52,7 +52,9 @@ public:
   struct Shape {
     std::vector<persist::Product> products; // {outputs, reduce} of each product
     int launches = 0;                        // kernels a step, step by step
-    int64_t realBytes = 0;
+    int64_t realBytes = 0;                   // of a weight: 2 in a 16-bit model
+    int64_t chipBytes = 0;                   // of a value on chip and of a state: float's in a 16-bit model
+    bool tensorCores = false;                // a 16-bit model's products: mma.sync tiles (persist::Loop)
     std::string whyNot;                      // why no persistent variant; empty where there is one
     int64_t unit = 0;                        // unitWidth; 0 where blocks own slices of each product
     std::string whyNotUnits;

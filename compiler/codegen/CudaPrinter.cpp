@@ -488,7 +488,6 @@ std::string CudaPrinter::stepKernel(const KernelIR &k) {
 }
 
 std::string CudaPrinter::unitsKernel(const KernelIR &k, int64_t unit, const OnChip &chip) {
-  RNNC_ASSERT(!isHalf(p_.dtype), "16-bit loops are not persistent");
   const std::set<int> touched = chipTouched(k, chip);
   const bool onChip = !touched.empty();
   std::string kept;

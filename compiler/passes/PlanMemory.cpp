@@ -573,7 +573,7 @@ void MemoryPlanner::figures() {
   m_.roundedStreams = std::max(1, c_.schedule.streams);
   // Any loop may have a persistent variant (codegen/CudaPersist.h decides which): two words a stage.
   for (const Stage &stage : c_.schedule.stages)
-    if (stage.loop && !m_.half) m_.gridBarrierWords = 2 * static_cast<int64_t>(c_.schedule.stages.size());
+    if (stage.loop) m_.gridBarrierWords = 2 * static_cast<int64_t>(c_.schedule.stages.size());
   panels();
   for (const Stage &stage : c_.schedule.stages)
     for (const Kernel &k : stage.kernels) {

@@ -285,6 +285,12 @@ MUTANTS = [
     # Values on chip: the persistent kernel's region of them laid over the block's weights.
     ("lstm", [], "the persistent kernel's values on chip over its weights",
      replace("real *chip = gemm_1_w + 4 *", "real *chip = gemm_1_w + 0 *"), None, (), PERSISTENT),
+    # 16 bits on tensor cores: the fragments' layout and the barrier before the split reduction's sum.
+    ("lstm", ["--dtype", "bf16"], "the tensor-core product's A fragment with rows + 8 and columns + 8 swapped",
+     replace("load_pair(at + 8 * kpad), load_pair(at + 8)", "load_pair(at + 8), load_pair(at + 8 * kpad)"), None, (),
+     PERSISTENT),
+    ("lstm", ["--dtype", "bf16"], "the warps' partial tiles summed before every warp has written its own",
+     replace("__syncthreads(); // every warp's partial tile is in", ""), None, (), PERSISTENT),
     ("lstm", [], "a fused kernel of backward reading W's first columns, not its own",
      replace("const real w = W[j * outputs + row];", "const real w = W[j * outputs + o];"), None, (), FUSED),
     ("lstm", ["--cuda-graphs"], "a synchronize inside the capture",
@@ -356,10 +362,16 @@ def main():
             for s in samples]
     runs += [(s, [], {"real": "float", "seeds": seeds_of(s)}) for s in samples]
     # 16 bits: every sample in bf16, a few in f16 (the same text but for the store type), under one
-    # seed (the float builds' three orders of streams and blocks test the same launches).
-    runs += [(s, ["--dtype", dtype], {"real": dtype, "cpu_flags": ["--dtype", dtype], "seeds": SEEDS[:1]})
+    # seed (the float builds' three orders of streams and blocks test the same launches); the cost
+    # model's choice, forced persistent (every loop that has the variant: its products on tensor
+    # cores) and, in bf16, forced fused.
+    runs += [(s, ["--dtype", dtype], {"real": dtype, "cpu_flags": ["--dtype", dtype], "seeds": SEEDS[:1],
+                                      "envs": ({}, PERSISTENT, FUSED) if dtype == "bf16" else ({}, PERSISTENT)})
              for dtype in HALF_TOLERANCE for s in samples
              if dtype == "bf16" or os.path.basename(s)[:-4] in F16_SAMPLES]
+    # The tensor-core product's shuffle version (GPUs before sm_80) on the emulator's __shfl_sync.
+    runs += [(s, ["--dtype", "bf16"], {"real": "bf16", "cpu_flags": ["--dtype", "bf16"], "seeds": SEEDS[:1],
+                                       "defines": ("-DRNNC_SHUFFLE_MMA",), "envs": (PERSISTENT,)}) for s in named("lstm")]
     # Loss scaling (f16 training): backward's loss seed times options->loss_scale, read by the CUDA
     # kernels from the workspace, against the CPU's (a CUDA build that ignored it would be 1024x off).
     runs += [(s, [], {"real": "float", "envs": ({"RNNC_EMULATOR_LOSS_SCALE": "1024"},)})

@@ -171,3 +171,29 @@ TEST_CASE("RNNC_CUDA_LOOPS names the three ways", "[persistent]") {
   CHECK(persist::modeFromEnvironment() == persist::Mode::Auto);
   CHECK(std::string(persist::variantName(persist::Variant::Fused)) == "fused");
 }
+
+TEST_CASE("a 16-bit loop: weights in whole tiles of 16 bits, values on chip in float, products on tensor cores",
+          "[persistent]") {
+  const persist::Product w{4 * 768, 768};
+  persist::Loop l = lstm(w, 768);
+  l.realBytes = 2;
+  l.chipBytes = 4;
+  l.tensorCores = true;
+  l.onChip = 8;
+  // 24 rows a block rounded up to two tiles of 16, 768 already whole; the chip's 16 rows
+  // of 8 x 6 floats; the warps' partial tiles.
+  CHECK(persist::onChipBytes(l, 132, 16) == 16 * 8 * 6 * 4);
+  CHECK(persist::sharedBytes(l, 132, 16) == 32 * 768 * 2 + 16 * 8 * 6 * 4 + persist::kSplitScratchBytes);
+  // A reduction of 20 pads to 32.
+  const persist::Product odd{4 * 20, 20};
+  persist::Loop small = lstm(odd, 20);
+  small.realBytes = 2;
+  small.tensorCores = true;
+  CHECK(persist::sharedBytes(small, 20, 1) == 16 * 32 * 2 + persist::kSplitScratchBytes);
+  // Tensor cores make the persistent product cheaper than FMA would, so B = 64 stays persistent at H = 768.
+  const persist::Choice c = persist::choose(l, persist::h100(), 64, persist::Mode::Auto, roomy);
+  CHECK(c.variant == persist::Variant::Persistent);
+  persist::Loop fma = l;
+  fma.tensorCores = false;
+  CHECK(persist::persistentMicroseconds(l, 132, 64) < persist::persistentMicroseconds(fma, 132, 64));
+}

@@ -46,6 +46,10 @@ struct Product {
 /// shared memory (the products' outputs and the cell's values that only the
 /// block's units read within a launch): per sequence and unit a block owns,
 /// how many (an LSTM's four gates, a product's output, and their sum: 8).
+/// A 16-bit model (`tensorCores`) keeps its weights in 16 bits (`realBytes`
+/// 2) and its values on chip in float (`chipBytes` 4); its persistent kernel
+/// multiplies on tensor cores (mma.sync m16n8k16): each product's rows padded
+/// to a tile of 16, its reduction to 16, a step's sequences to 8.
 struct Loop {
   const Product *products = nullptr;
   int count = 0;
@@ -56,7 +60,16 @@ struct Loop {
   int64_t widest = 0;
   int fused = 0;
   int64_t onChip = 0;
+  int64_t chipBytes = 4;
+  bool tensorCores = false;
 };
+
+/// The tensor cores' tile (mma.sync m16n8k16): 16 rows of W, 8 sequences, 16 of the reduction.
+constexpr int64_t kTileRows = 16, kTileSequences = 8, kTileReduce = 16;
+inline int64_t roundUp(int64_t n, int64_t to) { return (n + to - 1) / to * to; }
+/// The tensor-core product's partial tiles, when its warps split the reduction: a tile of
+/// floats for each of the block's 8 warps.
+constexpr int64_t kSplitScratchBytes = 8 * kTileRows * kTileSequences * 4;
 
 /// Whether the persistent kernel's 32-bit indices reach every element it
 /// indexes: each product's weights, a step's B rows of its inputs and outputs
@@ -108,16 +121,20 @@ inline Mode modeFromEnvironment() {
 /// The shared memory a block needs with `grid` blocks for a step's values of
 /// B sequences kept on chip: those of each unit it owns.
 inline int64_t onChipBytes(const Loop &l, int64_t grid, int64_t B) {
-  return l.units ? B * l.onChip * ((l.units + grid - 1) / grid) * l.realBytes : 0;
+  return l.units ? B * l.onChip * ((l.units + grid - 1) / grid) * l.chipBytes : 0;
 }
 
 /// The shared memory a block of the persistent kernel needs with `grid` blocks:
 /// every weight of the rows it owns (rowsPerBlock) of each product, and the
-/// step's values it keeps on chip.
+/// step's values it keeps on chip; on tensor cores each product's weights
+/// padded to whole tiles, and the scratch of the warps' partial tiles.
 inline int64_t sharedBytes(const Loop &l, int64_t grid, int64_t B) {
   int64_t bytes = onChipBytes(l, grid, B);
-  for (int k = 0; k < l.count; ++k) bytes += rowsPerBlock(l, l.products[k], grid) * l.products[k].reduce * l.realBytes;
-  return bytes;
+  for (int k = 0; k < l.count; ++k) {
+    const int64_t rows = rowsPerBlock(l, l.products[k], grid), reduce = l.products[k].reduce;
+    bytes += l.tensorCores ? roundUp(rows, kTileRows) * roundUp(reduce, kTileReduce) * l.realBytes : rows * reduce * l.realBytes;
+  }
+  return bytes + (l.tensorCores ? kSplitScratchBytes : 0);
 }
 
 /// The dynamic shared memory a launch may have without opting in (every GPU
@@ -131,6 +148,7 @@ constexpr double kGridBarrierUs = 1.5;  // one grid barrier of a cooperative ker
 constexpr double kHbmBytesPerUs = 3.0e6;      // 3 TB/s: the weights a stepwise product reads every step
 constexpr double kL2BytesPerUs = 5.0e6;       // 5 TB/s: every block reads the whole state every step
 constexpr double kFmaPerUsPerSm = 128 * 1.7e3; // 128 FMA lanes at 1.7 GHz
+constexpr double kMmaPerUsPerSm = 1024 * 1.7e3; // dense bf16/f16 tensor cores: 1024 multiply-adds a cycle
 constexpr double kPersistentEfficiency = 0.15; // one warp per dot product, weights from shared memory
 constexpr double kFusedEfficiency = 0.15;      // a warp per output row and four sequences, weights from L2
 constexpr double kCublasEfficiency = 0.5;
@@ -153,7 +171,8 @@ inline Work work(const Loop &l, int64_t B) {
 /// Step by step: the launches, the weights read from memory, the products' work.
 inline double stepwiseMicroseconds(const Loop &l, const Gpu &g, int64_t B) {
   const Work w = work(l, B);
-  return l.kernels * kLaunchUs + w.weightBytes / kHbmBytesPerUs + w.fma / (g.sms * kFmaPerUsPerSm * kCublasEfficiency);
+  const double rate = l.tensorCores ? kMmaPerUsPerSm : kFmaPerUsPerSm; // cublasGemmEx on tensor cores
+  return l.kernels * kLaunchUs + w.weightBytes / kHbmBytesPerUs + w.fma / (g.sms * rate * kCublasEfficiency);
 }
 
 /// Fused: a launch a step per product, every weight read from memory, the
@@ -169,14 +188,18 @@ inline unsigned fusedGrid(const Loop &l, const Gpu &g) {
 }
 
 /// Persistent: its grid barriers, every block reading the states its
-/// products multiply, the products' work spread over `grid` blocks.
+/// products multiply (in float: a 16-bit model's states are float), the
+/// products' work spread over `grid` blocks (on tensor cores: whole tiles).
 inline double persistentMicroseconds(const Loop &l, int64_t grid, int64_t B) {
   double reads = 0, fma = 0;
   for (int k = 0; k < l.count; ++k) {
-    reads += double(grid) * double(B) * double(l.products[k].reduce) * double(l.realBytes);
-    fma += double(B) * double(rowsPerBlock(l, l.products[k], grid)) * double(l.products[k].reduce);
+    const int64_t rows = rowsPerBlock(l, l.products[k], grid), reduce = l.products[k].reduce;
+    reads += double(grid) * double(B) * double(reduce) * double(l.chipBytes);
+    fma += l.tensorCores ? double(roundUp(B, kTileSequences)) * double(roundUp(rows, kTileRows)) * double(roundUp(reduce, kTileReduce))
+                         : double(B) * double(rows) * double(reduce);
   }
-  return l.barriers * kGridBarrierUs + std::max(reads / kL2BytesPerUs, fma / (kFmaPerUsPerSm * kPersistentEfficiency));
+  const double rate = l.tensorCores ? kMmaPerUsPerSm : kFmaPerUsPerSm;
+  return l.barriers * kGridBarrierUs + std::max(reads / kL2BytesPerUs, fma / (rate * kPersistentEfficiency));
 }
 
 /// Why the persistent kernel cannot run loop `l` for B sequences on `g`

@@ -281,11 +281,12 @@ struct Block {
   Barrier barrier;
   std::vector<Barrier> warps; // a shuffle's: the 32 lanes of one warp exchange (a full mask)
   std::vector<double> lanes;   // what each thread offers a shuffle
+  std::vector<unsigned> fragments; // what each thread offers an mma.sync: 4 registers of A, 2 of B
   Grid *grid = nullptr;      // a cooperative launch's: the grid barrier
   unsigned gridArrived = 0, gridGeneration = 0;
   std::vector<double> dynamic; // the launch's dynamic shared memory (16-byte aligned), all bits set
   explicit Block(unsigned n, size_t dynamicBytes = 0)
-      : barrier(n), lanes(n), dynamic((dynamicBytes + sizeof(double) - 1) / sizeof(double)) {
+      : barrier(n), lanes(n), fragments(6 * size_t(n)), dynamic((dynamicBytes + sizeof(double) - 1) / sizeof(double)) {
     for (unsigned w = 0; w < n; w += 32) warps.emplace_back(std::min(32u, n - w));
     if (!dynamic.empty()) std::memset(dynamic.data(), 0xff, dynamic.size() * sizeof(double));
   }
@@ -507,6 +508,17 @@ template <class T> inline T shfl_xor(T v, int offset) {
   return r;
 }
 
+/// __shfl_sync over a whole warp: the value of lane `src` (of 32) of the caller's warp.
+template <class T> inline T shfl(T v, int src) {
+  Barrier &warp = block->warps[tIdx.x / 32];
+  block->lanes[tIdx.x] = static_cast<double>(v);
+  warp.wait();
+  const unsigned from = (tIdx.x & ~31u) + (static_cast<unsigned>(src) & 31u);
+  T r = from < bDim.x ? static_cast<T>(block->lanes[from]) : v;
+  warp.wait();
+  return r;
+}
+
 /// __shfl_up_sync over a whole warp: the value of the lane `delta` below,
 /// or the caller's own where there is none (lanes of one warp only).
 template <class T> inline T shfl_up(T v, int delta) {
@@ -519,6 +531,43 @@ template <class T> inline T shfl_up(T v, int delta) {
   return r;
 }
 
+/// mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}.{bf16,f16}.f32 with d as c:
+/// the warp's 32 lanes offer their registers of A (16 x 16) and B (16 x 8), and
+/// each gets its four elements of d += A B, summed exactly in double from the
+/// 16-bit values `decode` reads and rounded once to float. The layouts are the
+/// PTX ISA's ("Matrix Fragments for mma.m16n8k16 with floating point type"): of
+/// lane l, g = l / 4, c = 2 (l % 4); A's register q holds row g + 8 (q % 2) and
+/// columns c + 8 (q / 2) + {0, 1} (low half first); B's register q column g and
+/// rows c + 8 q + {0, 1}; d[i] row g + 8 (i / 2), column c + i % 2.
+template <class Decode> inline void mma_m16n8k16(float d[4], const unsigned a[4], const unsigned b[2], Decode decode) {
+  Block &blk = *block;
+  if (bDim.x % 32) fault("an mma.sync in a block of a partial warp");
+  unsigned *mine = &blk.fragments[6 * size_t(tIdx.x)];
+  std::copy(a, a + 4, mine);
+  std::copy(b, b + 2, mine + 4);
+  Barrier &warp = blk.warps[tIdx.x / 32];
+  warp.wait();
+  const unsigned base = tIdx.x & ~31u, lane = tIdx.x & 31u;
+  auto half = [&](unsigned word, unsigned high) { return double(decode(static_cast<unsigned short>(high ? word >> 16 : word))); };
+  auto A = [&](unsigned row, unsigned col) { // the lane and register holding A[row][col]
+    const unsigned holder = base + (row % 8) * 4 + (col % 8) / 2, q = row / 8 + 2 * (col / 8);
+    return half(blk.fragments[6 * holder + q], col % 2);
+  };
+  auto B = [&](unsigned row, unsigned col) {
+    const unsigned holder = base + col * 4 + (row % 8) / 2, q = row / 8;
+    return half(blk.fragments[6 * holder + 4 + q], row % 2);
+  };
+  float out[4];
+  for (unsigned i = 0; i < 4; ++i) {
+    const unsigned row = lane / 4 + 8 * (i / 2), col = 2 * (lane % 4) + i % 2;
+    double sum = d[i];
+    for (unsigned k = 0; k < 16; ++k) sum += A(row, k) * B(k, col);
+    out[i] = static_cast<float>(sum);
+  }
+  warp.wait(); // every lane has read the fragments before any offers the next ones
+  std::copy(out, out + 4, d);
+}
+
 } // namespace rnnc_emulator
 
 #define threadIdx (::rnnc_emulator::tIdx)
@@ -528,6 +577,7 @@ template <class T> inline T shfl_up(T v, int delta) {
 #define __syncthreads() ::rnnc_emulator::syncthreads()
 #define __shfl_xor_sync(mask, v, o) ::rnnc_emulator::shfl_xor((v), (o))
 #define __shfl_up_sync(mask, v, d) ::rnnc_emulator::shfl_up((v), (d))
+#define __shfl_sync(mask, v, src) ::rnnc_emulator::shfl((v), (src))
 #define __global__
 #define __device__
 #define __host__
