@@ -511,6 +511,9 @@ void CudaHost::header(Writer &w) {
 /// workspace layout with the ones, then the tables, readiness and launchers.
 void CudaHost::definitions(Writer &w) {
   std::string kernels = printCudaKernels(p_, sm_);
+  if (o_.tf32 && !isHalf(p_.dtype) && CudaPersistPrinter::anyPersistent(p_))
+    kernels = "#define RNNC_TF32\n// --tf32: the persistent loops' products on tensor cores too (docs/cuda.md#persistent-loops).\n" +
+              kernels;
   if (o_.jit) {
     w.line("#ifdef RNNC_REAL_DOUBLE").line("using real = double;");
     w.line("const char kRealDefine[] = \"#define RNNC_REAL_DOUBLE\\n\";");

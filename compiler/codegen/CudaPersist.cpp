@@ -85,6 +85,9 @@ __device__ __forceinline__ int chip_element(Slice s, int unit, int i) { return i
 const char *kFmaProduct = R"cuda(
 // A product's input as the product multiplies it: as it is.
 __device__ __forceinline__ real product_operand(real x) { return x; }
+// The weights a block keeps of a product: its rows, each the whole reduction.
+__device__ __forceinline__ int tile_rows(int rows) { return rows; }
+__device__ __forceinline__ int tile_reduce(int reduce) { return reduce; }
 
 // The weights of the block's rows into shared memory, w[o][j] for o < its rows,
 // j < reduce: rows of W [outputs][reduce], or (transposed) columns of W [reduce][outputs].
@@ -100,9 +103,10 @@ __device__ void persist_load(const real *__restrict__ W, bool transposed, int ou
 // The block's rows of one step's product: out[r][row(o)] = sum_j w[o][j] in[r][j]
 // for the m rows (sequences) of the step, zero for rows running <= r (--lengths: past
 // their end); on_chip: out[r][o], the block's rows in its shared memory. A warp per
-// (row, output), its lanes over j, summed in a fixed order.
+// (row, output), its lanes over j, summed in a fixed order. (No scratch: that is the
+// tensor cores'.)
 __device__ void persist_product(const real *__restrict__ w, Slice s, int unit, int reduce, const real *__restrict__ in,
-                                real *__restrict__ out, int outputs, int m, int running, bool on_chip) {
+                                real *__restrict__ out, int outputs, int m, int running, bool on_chip, real *) {
   const int lane = threadIdx.x & 31, warps = blockDim.x >> 5;
   const int rows = outputs / unit * s.count;
   for (int e = threadIdx.x >> 5; e < m * rows; e += warps) {
@@ -117,25 +121,49 @@ __device__ void persist_product(const real *__restrict__ w, Slice s, int unit, i
 }
 )cuda";
 
-// The products of a 16-bit model, on tensor cores: mma.sync m16n8k16 with 16-bit
-// operands and float sums; %TYPE% becomes the model's 16-bit type (bf16, f16).
-const char *kTensorProduct = R"cuda(
-// Two 16-bit values of one register: `lo` in the low half (the lower column of A, row of B).
-__device__ __forceinline__ unsigned pack2(store lo, store hi) { return unsigned(lo.bits) | unsigned(hi.bits) << 16; }
-__device__ __forceinline__ unsigned load_pair(const store *p) { return *reinterpret_cast<const unsigned *>(p); }
-
-// d += A B on the warp's tensor cores: A a 16 x 16 tile (row-major; lane l holds
-// rows l/4 and l/4 + 8, columns 2(l%4) + {0, 1} and those + 8), B a 16 x 8 tile
-// (lane l holds column l/4, rows 2(l%4) + {0, 1} and those + 8), d 16 x 8 in float
-// (lane l holds rows l/4 and l/4 + 8, columns 2(l%4) + {0, 1}).
-// Before sm_80 (no m16n8k16), and under the emulator with RNNC_SHUFFLE_MMA, the same
-// sums in FMA: each lane gathers its rows of A and columns of B by shuffles.
+// A 16-bit model's operands for the tensor cores: mma.sync m16n8k16, two 16-bit
+// values a register; %TYPE% becomes the model's 16-bit type (bf16, f16).
+const char *kHalfFragments = R"cuda(
+// The tensor cores' operands: 16-bit weights, inputs rounded to 16 bits (a state is float).
+typedef store weight;
+template <class In> __device__ __forceinline__ real product_operand(In x) { return store(real(x)); }
+__device__ __forceinline__ store weight_of(real x) { return x; }
+__device__ __forceinline__ store zero_weight() { return 0.0f; }
+constexpr int kTileK = 16;       // mma.sync m16n8k16
+constexpr int kPerRegister = 2; // two 16-bit values a register, the lower column of A (row of B) in the low half
 __device__ __forceinline__ float half_of(unsigned pair, int high) {
   store v;
   v.bits = (unsigned short)(high ? pair >> 16 : pair & 0xffffu);
   return float(v);
 }
-__device__ __forceinline__ void mma_16x8x16(float d[4], const unsigned a[4], const unsigned b[2]) {
+// Column (of A; row of B) k's value in the register holding it.
+__device__ __forceinline__ float fragment_value(unsigned pair, int k) { return half_of(pair, k & 1); }
+)cuda";
+const char *kHalfLoads = R"cuda(
+// Two 16-bit values of one register: `lo` in the low half.
+__device__ __forceinline__ unsigned pack2(store lo, store hi) { return unsigned(lo.bits) | unsigned(hi.bits) << 16; }
+__device__ __forceinline__ unsigned load_pair(const store *p) { return *reinterpret_cast<const unsigned *>(p); }
+
+// Lane l's registers of a 16 x 16 tile of A at `at` (row-major, rows kpad apart): rows
+// l/4 and l/4 + 8, columns 2(l%4) + {0, 1} and those + 8.
+__device__ __forceinline__ void load_a(const store *at, int kpad, int lane, unsigned a[4]) {
+  const int j = (lane & 3) * 2;
+  a[0] = load_pair(at + j), a[1] = load_pair(at + 8 * kpad + j), a[2] = load_pair(at + j + 8);
+  a[3] = load_pair(at + 8 * kpad + j + 8);
+}
+// Lane l's registers of the 16 x 8 tile of B whose column (sequence) l/4 is its row `r`
+// of the input: rows j0 + 2(l%4) + {0, 1} and those + 8.
+template <class In>
+__device__ __forceinline__ void load_b(const In *in, int r, int j0, int reduce, int running, int lane, unsigned b[2]) {
+  const int j = j0 + (lane & 3) * 2;
+  b[0] = pack2(product_input(in, r, j, reduce, running), product_input(in, r, j + 1, reduce, running));
+  b[1] = pack2(product_input(in, r, j + 8, reduce, running), product_input(in, r, j + 9, reduce, running));
+}
+
+// d += A B on the warp's tensor cores (d 16 x 8 in float: lane l holds rows l/4 and
+// l/4 + 8, columns 2(l%4) + {0, 1}); before sm_80 (no m16n8k16), and under the emulator
+// with RNNC_SHUFFLE_MMA, by shuffles.
+__device__ __forceinline__ void mma_tile(float d[4], const unsigned a[4], const unsigned b[2]) {
 #if defined(RNNC_CUDA_EMULATOR) && !defined(RNNC_SHUFFLE_MMA)
   rnnc_emulator::mma_m16n8k16(d, a, b, [](unsigned short bits) { return half_of(bits, 0); });
 #elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && !defined(RNNC_SHUFFLE_MMA)
@@ -144,44 +172,116 @@ __device__ __forceinline__ void mma_16x8x16(float d[4], const unsigned a[4], con
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 #else
+  mma_shuffle(d, a, b);
+#endif
+}
+)cuda";
+
+// --tf32 (a float model built with it, RNNC_TF32): mma.sync m16n8k8 with TF32 operands.
+const char *kTf32Fragments = R"cuda(
+// The tensor cores' operands: TF32 (float's exponent, 10 bits of mantissa), rounded to
+// nearest, ties away, as cuBLAS's TF32 GEMMs take them; the weights rounded once.
+typedef real weight;
+__device__ __forceinline__ float to_tf32(float x) {
+#if defined(RNNC_CUDA_EMULATOR) || !defined(__CUDA_ARCH__) || __CUDA_ARCH__ < 800
+  unsigned u = __float_as_uint(x);
+  if ((u & 0x7f800000u) != 0x7f800000u) u = (u + 0x1000u) & 0xffffe000u;
+  return __uint_as_float(u);
+#else
+  unsigned u;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(u) : "f"(x));
+  return __uint_as_float(u);
+#endif
+}
+__device__ __forceinline__ real product_operand(real x) { return to_tf32(x); }
+__device__ __forceinline__ real weight_of(real x) { return to_tf32(x); }
+__device__ __forceinline__ real zero_weight() { return 0; }
+constexpr int kTileK = 8;       // mma.sync m16n8k8
+constexpr int kPerRegister = 1; // a TF32 value a register
+__device__ __forceinline__ float fragment_value(unsigned bits, int) { return __uint_as_float(bits); }
+)cuda";
+const char *kTf32Loads = R"cuda(
+// Lane l's registers of a 16 x 8 tile of A at `at` (row-major, rows kpad apart): rows
+// l/4 and l/4 + 8, columns l%4 and l%4 + 4.
+__device__ __forceinline__ void load_a(const real *at, int kpad, int lane, unsigned a[4]) {
+  const int j = lane & 3;
+  a[0] = __float_as_uint(at[j]), a[1] = __float_as_uint(at[8 * kpad + j]), a[2] = __float_as_uint(at[j + 4]);
+  a[3] = __float_as_uint(at[8 * kpad + j + 4]);
+}
+// Lane l's registers of the 8 x 8 tile of B whose column (sequence) l/4 is its row `r`
+// of the input: rows j0 + l%4 and j0 + l%4 + 4.
+__device__ __forceinline__ void load_b(const real *in, int r, int j0, int reduce, int running, int lane, unsigned b[2]) {
+  const int j = j0 + (lane & 3);
+  b[0] = __float_as_uint(product_input(in, r, j, reduce, running));
+  b[1] = __float_as_uint(product_input(in, r, j + 4, reduce, running));
+}
+
+// d += A B on the warp's tensor cores (d as m16n8k16's); before sm_80 by shuffles.
+__device__ __forceinline__ void mma_tile(float d[4], const unsigned a[4], const unsigned b[2]) {
+#if defined(RNNC_CUDA_EMULATOR) && !defined(RNNC_SHUFFLE_MMA)
+  rnnc_emulator::mma_m16n8k8_tf32(d, a, b);
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && !defined(RNNC_SHUFFLE_MMA)
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+               "{%0, %1, %2, %3};"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+  mma_shuffle(d, a, b);
+#endif
+}
+)cuda";
+
+// The persistent products on tensor cores: the weights' tiles, the input's elements
+// and the shuffle version of mma after the operands of the model's type (kHalfFragments
+// or kTf32Fragments: weight, kTileK, kPerRegister, product_operand, weight_of,
+// fragment_value), then (kTensorProductLoop) the product
+// after its fragments' loads and mma (kHalfLoads or kTf32Loads: load_a, load_b, mma_tile).
+const char *kTensorProduct = R"cuda(
+// The weights a block keeps of a product: its rows and its reduction as whole tiles.
+__device__ __forceinline__ int tile_rows(int rows) { return (rows + 15) / 16 * 16; }
+__device__ __forceinline__ int tile_reduce(int reduce) { return (reduce + kTileK - 1) / kTileK * kTileK; }
+
+// The weights of the block's rows into shared memory as whole tiles: w[o][j] for o
+// below tile_rows(its rows), j below tile_reduce(reduce) (kpad), zero past its rows and
+// reduce; rows of W [outputs][reduce], or (transposed) columns of W [reduce][outputs].
+template <class Weights>
+__device__ void persist_load(const Weights *__restrict__ W, bool transposed, int outputs, int reduce, int unit, Slice s,
+                             weight *__restrict__ w) {
+  const int rows = outputs / unit * s.count, kpad = tile_reduce(reduce), padded = tile_rows(rows);
+  for (int e = threadIdx.x; e < padded * kpad; e += blockDim.x) {
+    const int o = e / kpad, j = e % kpad;
+    weight v = zero_weight();
+    if (o < rows && j < reduce)
+      v = weight_of(transposed ? W[j * outputs + owned_row(s, unit, o)] : W[owned_row(s, unit, o) * reduce + j]);
+    w[e] = v;
+  }
+}
+
+// Element j of row r of a product's input as the tensor cores take it (product_operand),
+// zero past the reduction and for the rows past the last one running.
+template <class In>
+__device__ __forceinline__ weight product_input(const In *__restrict__ in, int r, int j, int reduce, int running) {
+  return r < running && j < reduce ? weight_of(product_operand(in[r * reduce + j])) : zero_weight();
+}
+
+// The tensor cores' d += A B in FMA (GPUs before sm_80; the emulator with RNNC_SHUFFLE_MMA):
+// each lane gathers its rows of A and columns of B by shuffles. Column k of A (row k of
+// B) is in lane k % (4 kPerRegister) / kPerRegister of a group of 4, register k / (4
+// kPerRegister) of B and twice that (plus 1 for rows + 8) of A.
+__device__ __forceinline__ void mma_shuffle(float d[4], const unsigned a[4], const unsigned b[2]) {
   const int lane = threadIdx.x & 31, group = lane >> 2, column = (lane & 3) * 2;
 #pragma unroll
-  for (int k = 0; k < 16; ++k) {
-    const int from = (k & 7) >> 1, high = k & 1; // the lane of a group holding column (row of B) k, and its half
-    const float a0 = half_of(__shfl_sync(0xffffffffu, a[k / 8 * 2], group * 4 + from), high);     // A[group][k]
-    const float a1 = half_of(__shfl_sync(0xffffffffu, a[k / 8 * 2 + 1], group * 4 + from), high); // A[group + 8][k]
-    const float b0 = half_of(__shfl_sync(0xffffffffu, b[k / 8], column * 4 + from), high);        // B[k][column]
-    const float b1 = half_of(__shfl_sync(0xffffffffu, b[k / 8], column * 4 + 4 + from), high);    // B[k][column + 1]
+  for (int k = 0; k < kTileK; ++k) {
+    const int from = k % (4 * kPerRegister) / kPerRegister, q = k / (4 * kPerRegister);
+    const float a0 = fragment_value(__shfl_sync(0xffffffffu, a[2 * q], group * 4 + from), k);      // A[group][k]
+    const float a1 = fragment_value(__shfl_sync(0xffffffffu, a[2 * q + 1], group * 4 + from), k);  // A[group + 8][k]
+    const float b0 = fragment_value(__shfl_sync(0xffffffffu, b[q], column * 4 + from), k);         // B[k][column]
+    const float b1 = fragment_value(__shfl_sync(0xffffffffu, b[q], column * 4 + 4 + from), k);     // B[k][column + 1]
     d[0] += a0 * b0;
     d[1] += a0 * b1;
     d[2] += a1 * b0;
     d[3] += a1 * b1;
   }
-#endif
-}
-
-// The weights of the block's rows into shared memory as whole tiles: w[o][j] for o
-// below its rows rounded up to 16, j below reduce rounded up to 16 (kpad), zero past
-// its rows and reduce; rows of W [outputs][reduce], or (transposed) columns of W [reduce][outputs].
-__device__ void persist_load(const store *__restrict__ W, bool transposed, int outputs, int reduce, int unit, Slice s,
-                             store *__restrict__ w) {
-  const int rows = outputs / unit * s.count, kpad = (reduce + 15) / 16 * 16, padded = (rows + 15) / 16 * 16;
-  for (int e = threadIdx.x; e < padded * kpad; e += blockDim.x) {
-    const int o = e / kpad, j = e % kpad;
-    store v = 0.0f;
-    if (o < rows && j < reduce) v = transposed ? W[j * outputs + owned_row(s, unit, o)] : W[owned_row(s, unit, o) * reduce + j];
-    w[e] = v;
-  }
-}
-
-// A product's input as the product multiplies it: rounded to 16 bits (a state is float).
-template <class In> __device__ __forceinline__ real product_operand(In x) { return store(real(x)); }
-
-// Element j of row r of a product's input, rounded to 16 bits (a state is float), zero
-// past the reduction and for the rows past the last one running.
-template <class In>
-__device__ __forceinline__ store product_input(const In *__restrict__ in, int r, int j, int reduce, int running) {
-  return r < running && j < reduce ? store(real(in[r * reduce + j])) : store(0.0f);
 }
 
 // Element i of lane `lane`'s tile `tile` of a product's result: output o, sequence r.
@@ -191,32 +291,32 @@ __device__ __forceinline__ void tile_put(real *__restrict__ out, Slice s, int un
   if (o < rows && r < m) out[on_chip ? r * rows + o : r * outputs + owned_row(s, unit, o)] = v;
 }
 
+)cuda";
+const char *kTensorProductLoop = R"cuda(
 // The block's rows of one step's product: out[r][row(o)] = sum_j w[o][j] in[r][j] for the
 // m rows (sequences) of the step, zero for rows running <= r; on_chip: out[r][o], the
 // block's rows in its shared memory. A warp per tile of 16 outputs by 8 sequences, the
-// reduction 16 at a time; where the tiles are fewer than the warps, each tile's reduction
-// is split among warps, whose partial tiles `scratch` holds (8 x 128 floats) and one sum
-// adds in a fixed order.
+// reduction kTileK at a time; where the tiles are fewer than the warps, each tile's
+// reduction is split among warps, whose partial tiles `scratch` holds (8 x 128 floats)
+// and one sum adds in a fixed order.
 template <class In>
-__device__ void persist_product(const store *__restrict__ w, Slice s, int unit, int reduce, const In *__restrict__ in,
+__device__ void persist_product(const weight *__restrict__ w, Slice s, int unit, int reduce, const In *__restrict__ in,
                                 real *__restrict__ out, int outputs, int m, int running, bool on_chip,
                                 real *__restrict__ scratch) {
-  const int lane = threadIdx.x & 31, warps = blockDim.x >> 5, group = lane >> 2, pair = (lane & 3) * 2;
-  const int rows = outputs / unit * s.count, kpad = (reduce + 15) / 16 * 16, steps = kpad / 16;
+  const int lane = threadIdx.x & 31, warps = blockDim.x >> 5;
+  const int rows = outputs / unit * s.count, kpad = tile_reduce(reduce), steps = kpad / kTileK;
   const int row_tiles = (rows + 15) / 16, tiles = row_tiles * ((m + 7) / 8);
   const int splits = tiles >= warps ? 1 : steps < warps / tiles ? steps : warps / tiles;
   for (int item = threadIdx.x >> 5; item < tiles * splits; item += warps) {
     const int tile = item / splits, split = item % splits;
-    const store *a = w + (tile % row_tiles * 16 + group) * kpad + pair;
-    const int r = tile / row_tiles * 8 + group; // the sequence of this lane's column of B
+    const weight *a = w + (tile % row_tiles * 16 + (lane >> 2)) * kpad;
+    const int r = tile / row_tiles * 8 + (lane >> 2); // the sequence of this lane's column of B
     float d[4] = {0, 0, 0, 0};
     for (int k = steps * split / splits; k < steps * (split + 1) / splits; ++k) {
-      const int j = k * 16 + pair;
-      const store *at = a + k * 16; // rows group and group + 8, columns j, j + 1 and those + 8
-      const unsigned A[4] = {load_pair(at), load_pair(at + 8 * kpad), load_pair(at + 8), load_pair(at + 8 * kpad + 8)};
-      const unsigned B[2] = {pack2(product_input(in, r, j, reduce, running), product_input(in, r, j + 1, reduce, running)),
-                             pack2(product_input(in, r, j + 8, reduce, running), product_input(in, r, j + 9, reduce, running))};
-      mma_16x8x16(d, A, B);
+      unsigned A[4], B[2];
+      load_a(a + k * kTileK, kpad, lane, A);
+      load_b(in, r, k * kTileK, reduce, running, lane, B);
+      mma_tile(d, A, B);
     }
     for (int i = 0; i < 4; ++i)
       if (splits == 1) tile_put(out, s, unit, rows, row_tiles, outputs, m, on_chip, tile, lane, i, d[i]);
@@ -237,8 +337,9 @@ const char *kFusedProduct = R"cuda(
 // The block's rows of one step's product in a fused loop's kernel (its weights in
 // global memory, read once a launch for every four rows): out[r][row(o)] =
 // sum_j W[row(o)][j] in[r][j], or W[j][row(o)] transposed, zero for rows running <= r;
-// on_chip: out[r][o], as persist_product's. A 16-bit model's inputs are rounded to 16 bits
-// (product_operand), as its persistent kernel's and cuBLAS's are.
+// on_chip: out[r][o], as persist_product's. Its operands as the persistent kernel's and
+// cuBLAS's tensor cores take them (product_operand: a 16-bit model's input rounded to 16
+// bits, TF32's both operands rounded to TF32).
 template <class Weight, class In>
 __device__ void fused_product(const Weight *__restrict__ W, bool transposed, Slice s, int unit, int reduce,
                               const In *__restrict__ in, real *__restrict__ out, int outputs, int m, int running,
@@ -251,7 +352,7 @@ __device__ void fused_product(const Weight *__restrict__ W, bool transposed, Sli
       const int o = e % rows, r0 = e / rows * 4, row = owned_row(s, unit, o);
       real v[4] = {0, 0, 0, 0};
       for (int j = 0; j < reduce; ++j) {
-        const real w = W[j * outputs + row];
+        const real w = product_operand(W[j * outputs + row]);
         for (int q = 0; q < 4; ++q)
           if (r0 + q < running) v[q] += w * product_operand(in[(r0 + q) * reduce + j]);
       }
@@ -266,7 +367,7 @@ __device__ void fused_product(const Weight *__restrict__ W, bool transposed, Sli
     const int o = e % rows, r0 = e / rows * 4, row = owned_row(s, unit, o);
     real v[4] = {0, 0, 0, 0};
     for (int j = lane; j < reduce; j += 32) {
-      const real w = W[row * reduce + j];
+      const real w = product_operand(W[row * reduce + j]);
       for (int q = 0; q < 4; ++q)
         if (r0 + q < running) v[q] += w * product_operand(in[(r0 + q) * reduce + j]);
     }
@@ -435,9 +536,11 @@ std::string CudaPersistPrinter::kernelName(int stage) { return fmt::format("pers
 std::string CudaPersistPrinter::devicePrelude(const Program &p) {
   bool fused = false;
   for (size_t s = 0; s < p.stages.size(); ++s) fused |= !fusedKernelNames(p, static_cast<int>(s)).empty();
-  std::string products = kFmaProduct;
+  // FMA for float and double (tensor cores for float under --tf32: RNNC_TF32), tensor cores for 16 bits.
+  std::string products = std::string("#if defined(RNNC_TF32) && !defined(RNNC_REAL_DOUBLE)\n") + kTf32Fragments +
+                         kTensorProduct + kTf32Loads + kTensorProductLoop + "#else\n" + kFmaProduct + "#endif\n";
   if (isHalf(p.dtype)) {
-    products = kTensorProduct;
+    products = std::string(kHalfFragments) + kTensorProduct + kHalfLoads + kTensorProductLoop;
     const std::string type = p.dtype == DType::BF16 ? "bf16" : "f16";
     for (size_t at; (at = products.find("%TYPE%")) != std::string::npos;) products.replace(at, 6, type);
   }
@@ -611,20 +714,18 @@ std::string CudaPersistPrinter::kernel() const {
     const int64_t span = unit ? unit : o.outputs;
     const std::string rows = pieces > 1 ? fmt::format("{} * (({} + gridDim.x - 1) / gridDim.x)", pieces, span)
                                         : fmt::format("({} + gridDim.x - 1) / gridDim.x", span);
-    next = tensor ? fmt::format("{}_w + ({} + 15) / 16 * 16 * {}", k.name, rows, persist::roundUp(o.reduce, persist::kTileReduce))
-                  : fmt::format("{}_w + {} * {}", k.name, rows, o.reduce);
+    next = fmt::format("{}_w + tile_rows({}) * tile_reduce({})", k.name, rows, o.reduce);
   }
   const std::string after = tensor ? fmt::format("reinterpret_cast<real *>({})", next) : next;
   if (!shape_.chip.empty()) {
     w.line("// The step's values that never leave the block ({}), after the weights", chipNames());
     w.line("real *chip = {};", after);
   }
-  if (tensor) {
-    w.line("// The warps' partial tiles of a product whose reduction they split, after {}", shape_.chip.empty() ? "the weights" : "them");
-    w.line("real *scratch = {};", shape_.chip.empty() ? after
-                                                    : fmt::format("chip + B * {} * ((int64_t({}) + gridDim.x - 1) / gridDim.x)",
-                                                                  shape_.chipPieces, unit));
-  }
+  w.line("// The warps' partial tiles of a product on tensor cores whose reduction they split, after {}",
+         shape_.chip.empty() ? "the weights" : "them");
+  w.line("real *scratch = {};", shape_.chip.empty() ? after
+                                                  : fmt::format("chip + B * {} * ((int64_t({}) + gridDim.x - 1) / gridDim.x)",
+                                                                shape_.chipPieces, unit));
   w.line("__syncthreads(); // the weights are in");
   w.open("for (int64_t step = 0; step < T; ++step) {{");
   w.line("const int64_t t = {}, r0 = t * B, r1 = r0 + B;", s_.direction > 0 ? "step" : "T - 1 - step");
@@ -638,9 +739,9 @@ std::string CudaPersistPrinter::kernel() const {
                           : "__syncthreads(); // what the block wrote, before its units read it");
     if (isProduct(k)) {
       const Operands o = operands(k);
-      w.line("persist_product({0}_w, {1}, {2}, {3}, {4}, {5}, {6}, int(B), {7}, {8}{9}); // {0}", k.name,
+      w.line("persist_product({0}_w, {1}, {2}, {3}, {4}, {5}, {6}, int(B), {7}, {8}, scratch); // {0}", k.name,
              unit ? "units" : k.name + "_slice", unit ? unit : o.outputs, o.reduce, o.in, o.out, o.outputs,
-             p_.hasLengths ? "running" : "int(B)", o.onChip, tensor ? ", scratch" : "");
+             p_.hasLengths ? "running" : "int(B)", o.onChip);
     } else {
       w.line(unit ? "{}_units(ws, P, B, r0, r1, units{});" : "{}_step(ws, P, B, r0, r1);", k.name, chipArgument(k));
     }
@@ -745,7 +846,8 @@ void CudaPersistPrinter::stageFunction(Writer &w, const std::vector<std::string>
   w.line("//  fused launches a step, values on chip per unit, bytes of one, products on tensor cores}}");
   w.line("const rnnc::persist::Loop loop{{{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}}};", list.empty() ? "nullptr" : "products",
          shape_.products.size(), shape_.launches, shape_.tensorCores ? "2" : "sizeof(real)", shape_.barriers, shape_.unit,
-         shape_.widest, shape_.fused, shape_.chipPieces, "sizeof(real)", shape_.tensorCores ? "true" : "false");
+         shape_.widest, shape_.fused, shape_.chipPieces, "sizeof(real)",
+         shape_.tensorCores ? "true" : "kTf32 && sizeof(real) == 4");
   w.line("const rnnc::persist::Choice c = persistent_choice(kernel_[{}], \"stage {}\", loop, B);", kernelIndex, stage_);
   w.open("if (c.variant == rnnc::persist::Variant::Persistent) {{");
   w.line("unsigned *barrier = ws.grid_barrier + {};", 2 * stage_);

@@ -472,10 +472,12 @@ def main():
     variants += [(f"{n}-O0", s, DIMS.get(n, []) + ["-O0"]) for n, s in zip(names, samples) if n in O0_SAMPLES]
     variants += [(f"{n}-bf16", s, DIMS.get(n, []) + ["--dtype", "bf16"]) for n, s in zip(names, samples)]
     variants += [(f"{n}-f16", s, DIMS.get(n, []) + ["--dtype", "f16"]) for n, s in zip(names, samples) if n in F16_SAMPLES]
+    # --tf32: the persistent loops' products on tensor cores in TF32 (#define RNNC_TF32 in the kernels).
+    variants += [(f"{n}-tf32", s, DIMS.get(n, []) + ["--tf32"]) for n, s in zip(names, samples) if n in O0_SAMPLES]
     base = dict(zip(names, samples))
 
-    with Step(f"rnnc compile --target cuda --jit, {len(samples)} samples, -O0 of {', '.join(O0_SAMPLES)}, all in bf16 "
-              f"and {', '.join(F16_SAMPLES)} in f16; .cu of {', '.join(NVCC_SAMPLES + NVCC_16BIT)}"):
+    with Step(f"rnnc compile --target cuda --jit, {len(samples)} samples, -O0 and --tf32 of {', '.join(O0_SAMPLES)}, "
+              f"all in bf16 and {', '.join(F16_SAMPLES)} in f16; .cu of {', '.join(NVCC_SAMPLES + NVCC_16BIT)}"):
         jobs = [(n, [args.rnnc, "compile", s, "--target", "cuda", "--jit", *flags, "-o",
                      os.path.join(work, "jit", n)]) for n, s, flags in variants]
         jobs += [(n + " (.cu)", [args.rnnc, "compile", s, "--target", "cuda", *DIMS.get(n, []), "-o",

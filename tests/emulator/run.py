@@ -284,15 +284,19 @@ MUTANTS = [
      replace("if (T > 0 &&", "if (T < 0 &&"), None, (), FUSED),
     # Values on chip: the persistent kernel's region of them laid over the block's weights.
     ("lstm", [], "the persistent kernel's values on chip over its weights",
-     replace("real *chip = gemm_1_w + 4 *", "real *chip = gemm_1_w + 0 *"), None, (), PERSISTENT),
+     replace("real *chip = gemm_1_w + tile_rows(4 *", "real *chip = gemm_1_w + tile_rows(0 *"), None, (), PERSISTENT),
     # 16 bits on tensor cores: the fragments' layout and the barrier before the split reduction's sum.
     ("lstm", ["--dtype", "bf16"], "the tensor-core product's A fragment with rows + 8 and columns + 8 swapped",
-     replace("load_pair(at + 8 * kpad), load_pair(at + 8)", "load_pair(at + 8), load_pair(at + 8 * kpad)"), None, (),
-     PERSISTENT),
+     replace("a[1] = load_pair(at + 8 * kpad + j), a[2] = load_pair(at + j + 8);",
+             "a[2] = load_pair(at + 8 * kpad + j), a[1] = load_pair(at + j + 8);"), None, (), PERSISTENT),
+    ("lstm", ["--tf32"], "the TF32 product's A fragment with rows + 8 and columns + 4 swapped",
+     replace("a[1] = __float_as_uint(at[8 * kpad + j]), a[2] = __float_as_uint(at[j + 4]);",
+             "a[2] = __float_as_uint(at[8 * kpad + j]), a[1] = __float_as_uint(at[j + 4]);"), None, (), PERSISTENT),
     ("lstm", ["--dtype", "bf16"], "the warps' partial tiles summed before every warp has written its own",
      replace("__syncthreads(); // every warp's partial tile is in", ""), None, (), PERSISTENT),
     ("lstm", [], "a fused kernel of backward reading W's first columns, not its own",
-     replace("const real w = W[j * outputs + row];", "const real w = W[j * outputs + o];"), None, (), FUSED),
+     replace("const real w = product_operand(W[j * outputs + row]);", "const real w = product_operand(W[j * outputs + o]);"),
+     None, (), FUSED),
     ("lstm", ["--cuda-graphs"], "a synchronize inside the capture",
      None, ("int failed = body(capture);", "cudaStreamSynchronize(capture);\n    int failed = body(capture);"), (), {}),
     ("lstm", ["--cuda-graphs"], "the loop captured on the legacy default stream",
@@ -302,7 +306,7 @@ MUTANTS = [
     # Seed 6: streams take turns at random after any launch (policy 0), so one stream's rounding can
     # land between the other's rounding and its product (seed 3, also policy 0, happens not to).
     ("bitagger", ["--dtype", "bf16"], "its two streams' products round their float h into one scratch",
-     replace("storage(ws, 1)", "storage(ws, 0)"), None, (), {"RNNC_EMULATOR_SEED": "6"}),
+     replace("storage(ws, 1)", "storage(ws, 0)"), None, (), {"RNNC_EMULATOR_SEED": "6", **STEPWISE}),
     ("lstm", [], "per-thread default streams, and device_copy waits only for its own",
      None, ("return ok(cudaDeviceSynchronize(), \"cudaDeviceSynchronize\") &&", "return"),
      ("-DCUDA_API_PER_THREAD_DEFAULT_STREAM",), {}),
@@ -327,9 +331,12 @@ def check_mutant(rnnc, compare_bin, work, index, mutant):
     sample = os.path.join(ROOT, "samples", name + ".rnn")
     dtype = flags[flags.index("--dtype") + 1] if "--dtype" in flags else None  # a 16-bit build: its CPU's too
     real, cpu_flags = (dtype, ["--dtype", dtype]) if dtype else ("double", [])
+    tolerance = HALF_TOLERANCE[dtype] if dtype else 1e-9
+    if "--tf32" in flags:  # TF32 is float's (a double build multiplies in double)
+        real, tolerance = "float", TF32_TOLERANCE
     libs = build(rnnc, sample, flags, out, DIMS.get(name, []), cpu_flags, real, defines, runtime, mutate)
     for seed in SEEDS:
-        r, _ = compare(compare_bin, libs, T, B, HALF_TOLERANCE[dtype] if dtype else 1e-9, seed, env)
+        r, _ = compare(compare_bin, libs, T, B, tolerance, seed, env)
         if r.returncode != 0:
             return f"{name}: {what}", time.monotonic() - start
     raise RuntimeError(f"{name}: {what}: the emulator passed it under every seed ({', '.join(SEEDS)})")
@@ -363,10 +370,10 @@ def main():
     runs += [(s, [], {"real": "float", "seeds": seeds_of(s)}) for s in samples]
     # 16 bits: every sample in bf16, a few in f16 (the same text but for the store type), under one
     # seed (the float builds' three orders of streams and blocks test the same launches); the cost
-    # model's choice, forced persistent (every loop that has the variant: its products on tensor
-    # cores) and, in bf16, forced fused.
+    # model's choice, forced step by step (cublasGemmEx on the rounded state), forced persistent
+    # (every loop that has the variant: its products on tensor cores) and, in bf16, forced fused.
     runs += [(s, ["--dtype", dtype], {"real": dtype, "cpu_flags": ["--dtype", dtype], "seeds": SEEDS[:1],
-                                      "envs": ({}, PERSISTENT, FUSED) if dtype == "bf16" else ({}, PERSISTENT)})
+                                      "envs": ({}, STEPWISE, PERSISTENT, FUSED) if dtype == "bf16" else ({}, STEPWISE, PERSISTENT)})
              for dtype in HALF_TOLERANCE for s in samples
              if dtype == "bf16" or os.path.basename(s)[:-4] in F16_SAMPLES]
     # The tensor-core product's shuffle version (GPUs before sm_80) on the emulator's __shfl_sync.
@@ -383,7 +390,11 @@ def main():
         runs += [(s, ["-O0"], {}), (s, ["--cuda-graphs"], {"envs": ({}, caller)}),
                  (s, [], {"defines": ("-DCUDA_API_PER_THREAD_DEFAULT_STREAM",), "envs": ({}, caller)})]
     for s in named("lstm"):
-        runs += [(s, ["--tf32"], {"real": "float"}), (s, ["--cuda-graphs"], {"real": "float"})]
+        # --tf32: cuBLAS's products in TF32, the persistent loops' on tensor cores (mma.sync m16n8k8;
+        # also in its shuffle version), the fused variant's operands rounded to TF32.
+        runs += [(s, ["--tf32"], {"real": "float", "envs": ({}, PERSISTENT, FUSED)}),
+                 (s, ["--tf32"], {"real": "float", "defines": ("-DRNNC_SHUFFLE_MMA",), "envs": (PERSISTENT,)}),
+                 (s, ["--cuda-graphs"], {"real": "float"})]
     # Forward-only builds (no workspace kept for backward: forward's loops write their states into
     # rings, which a persistent loop's blocks must not overwrite while others still read them).
     runs += [(s, ["--forward-only"], {"cpu_flags": ["--forward-only"], "seeds": seeds_of(s),

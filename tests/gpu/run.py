@@ -17,7 +17,8 @@ must be written by both with the same shape and dtype, and for each array
 the two CUDA runs must write byte-identical files. lstm and bitagger also
 run with --cuda-graphs, within the same tolerance of the CPU. Every sample
 again with --dtype bf16 (a few with f16) against the CPU's build of the same
-dtype, within 4.8e-2 (f16: 6e-3; docs/precision.md).
+dtype, within 4.8e-2 (f16: 6e-3; docs/precision.md). lstm and gru also
+run with --tf32 (cuBLAS and the persistent loops in TF32), within 1e-2.
 
 Loops run in parallel over time (docs/cuda.md): the scan samples with
 --time-parallel scan and the Newton ones with --time-parallel newton on the
@@ -240,6 +241,10 @@ def main():
             cases.append(case(rnnc, p, env, tol=nl.half_tolerance(name, "bf16"), dtype="bf16"))
             if name in F16_SAMPLES:
                 cases.append(case(rnnc, p, env, tol=nl.half_tolerance(name, "f16"), dtype="f16"))
+        # --tf32: cuBLAS's products and the persistent and fused loops' in TF32 (docs/cuda.md#persistent-loops),
+        # within the emulator's TF32 bound (tests/emulator/run.py: 1e-2).
+        for name in ("lstm", "gru"):
+            cases.append(case(rnnc, os.path.join(samples, name + ".rnn"), env, ["--tf32"], tol=1e-2))
         for name, flags, steps, tol in SCAN_CASES:
             path = os.path.join(samples, name + ".rnn")
             if os.path.exists(path):

@@ -46,10 +46,11 @@ struct Product {
 /// shared memory (the products' outputs and the cell's values that only the
 /// block's units read within a launch): per sequence and unit a block owns,
 /// how many (an LSTM's four gates, a product's output, and their sum: 8).
-/// A 16-bit model (`tensorCores`) keeps its weights in 16 bits (`realBytes`
-/// 2) and its values on chip in float (`chipBytes` 4); its persistent kernel
-/// multiplies on tensor cores (mma.sync m16n8k16): each product's rows padded
-/// to a tile of 16, its reduction to 16, a step's sequences to 8.
+/// A 16-bit model keeps its weights in 16 bits (`realBytes` 2) and its values
+/// on chip in float (`chipBytes` 4). Its persistent kernel multiplies on tensor
+/// cores (`tensorCores`: mma.sync m16n8k16), as a float model's does under
+/// --tf32 (m16n8k8): each product's rows padded to a tile of 16, its reduction
+/// to 16 (TF32: 8), a step's sequences to 8.
 struct Loop {
   const Product *products = nullptr;
   int count = 0;
@@ -64,8 +65,10 @@ struct Loop {
   bool tensorCores = false;
 };
 
-/// The tensor cores' tile (mma.sync m16n8k16): 16 rows of W, 8 sequences, 16 of the reduction.
-constexpr int64_t kTileRows = 16, kTileSequences = 8, kTileReduce = 16;
+/// The tensor cores' tile: 16 rows of W, 8 sequences, 16 of the reduction for
+/// 16-bit operands (mma.sync m16n8k16), 8 for TF32 (m16n8k8).
+constexpr int64_t kTileRows = 16, kTileSequences = 8;
+inline int64_t tileReduce(const Loop &l) { return l.realBytes == 2 ? 16 : 8; }
 inline int64_t roundUp(int64_t n, int64_t to) { return (n + to - 1) / to * to; }
 /// The tensor-core product's partial tiles, when its warps split the reduction: a tile of
 /// floats for each of the block's 8 warps.
@@ -132,7 +135,7 @@ inline int64_t sharedBytes(const Loop &l, int64_t grid, int64_t B) {
   int64_t bytes = onChipBytes(l, grid, B);
   for (int k = 0; k < l.count; ++k) {
     const int64_t rows = rowsPerBlock(l, l.products[k], grid), reduce = l.products[k].reduce;
-    bytes += l.tensorCores ? roundUp(rows, kTileRows) * roundUp(reduce, kTileReduce) * l.realBytes : rows * reduce * l.realBytes;
+    bytes += l.tensorCores ? roundUp(rows, kTileRows) * roundUp(reduce, tileReduce(l)) * l.realBytes : rows * reduce * l.realBytes;
   }
   return bytes + (l.tensorCores ? kSplitScratchBytes : 0);
 }
@@ -148,11 +151,16 @@ constexpr double kGridBarrierUs = 1.5;  // one grid barrier of a cooperative ker
 constexpr double kHbmBytesPerUs = 3.0e6;      // 3 TB/s: the weights a stepwise product reads every step
 constexpr double kL2BytesPerUs = 5.0e6;       // 5 TB/s: every block reads the whole state every step
 constexpr double kFmaPerUsPerSm = 128 * 1.7e3; // 128 FMA lanes at 1.7 GHz
-constexpr double kMmaPerUsPerSm = 1024 * 1.7e3; // dense bf16/f16 tensor cores: 1024 multiply-adds a cycle
+constexpr double kMmaPerUsPerSm = 1024 * 1.7e3; // dense bf16/f16 tensor cores: 1024 multiply-adds a cycle (TF32: half)
 constexpr double kPersistentEfficiency = 0.15; // one warp per dot product, weights from shared memory
 constexpr double kFusedEfficiency = 0.15;      // a warp per output row and four sequences, weights from L2
 constexpr double kCublasEfficiency = 0.5;
 constexpr int kFusedBlocksPerSm = 2;            // the fused kernels' blocks (of 256 threads): twice the SMs at most
+
+/// A multiprocessor's multiply-adds a microsecond for the loop's products: FMA, or tensor cores.
+inline double productRate(const Loop &l) {
+  return !l.tensorCores ? kFmaPerUsPerSm : l.realBytes == 2 ? kMmaPerUsPerSm : kMmaPerUsPerSm / 2;
+}
 
 /// A step's products: their weights' bytes and their multiply-adds for B sequences.
 struct Work {
@@ -171,7 +179,7 @@ inline Work work(const Loop &l, int64_t B) {
 /// Step by step: the launches, the weights read from memory, the products' work.
 inline double stepwiseMicroseconds(const Loop &l, const Gpu &g, int64_t B) {
   const Work w = work(l, B);
-  const double rate = l.tensorCores ? kMmaPerUsPerSm : kFmaPerUsPerSm; // cublasGemmEx on tensor cores
+  const double rate = productRate(l); // cuBLAS on tensor cores too where the loop's products are
   return l.kernels * kLaunchUs + w.weightBytes / kHbmBytesPerUs + w.fma / (g.sms * rate * kCublasEfficiency);
 }
 
@@ -195,10 +203,10 @@ inline double persistentMicroseconds(const Loop &l, int64_t grid, int64_t B) {
   for (int k = 0; k < l.count; ++k) {
     const int64_t rows = rowsPerBlock(l, l.products[k], grid), reduce = l.products[k].reduce;
     reads += double(grid) * double(B) * double(reduce) * double(l.chipBytes);
-    fma += l.tensorCores ? double(roundUp(B, kTileSequences)) * double(roundUp(rows, kTileRows)) * double(roundUp(reduce, kTileReduce))
+    fma += l.tensorCores ? double(roundUp(B, kTileSequences)) * double(roundUp(rows, kTileRows)) * double(roundUp(reduce, tileReduce(l)))
                          : double(B) * double(rows) * double(reduce);
   }
-  const double rate = l.tensorCores ? kMmaPerUsPerSm : kFmaPerUsPerSm;
+  const double rate = productRate(l);
   return l.barriers * kGridBarrierUs + std::max(reads / kL2BytesPerUs, fma / (rate * kPersistentEfficiency));
 }
 

@@ -531,15 +531,14 @@ template <class T> inline T shfl_up(T v, int delta) {
   return r;
 }
 
-/// mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}.{bf16,f16}.f32 with d as c:
-/// the warp's 32 lanes offer their registers of A (16 x 16) and B (16 x 8), and
-/// each gets its four elements of d += A B, summed exactly in double from the
-/// 16-bit values `decode` reads and rounded once to float. The layouts are the
-/// PTX ISA's ("Matrix Fragments for mma.m16n8k16 with floating point type"): of
-/// lane l, g = l / 4, c = 2 (l % 4); A's register q holds row g + 8 (q % 2) and
-/// columns c + 8 (q / 2) + {0, 1} (low half first); B's register q column g and
-/// rows c + 8 q + {0, 1}; d[i] row g + 8 (i / 2), column c + i % 2.
-template <class Decode> inline void mma_m16n8k16(float d[4], const unsigned a[4], const unsigned b[2], Decode decode) {
+/// One mma.sync of a warp with d as c: the 32 lanes offer their registers of A
+/// (16 x `depth`) and B (`depth` x 8), and each gets its four elements of
+/// d += A B, summed exactly in double and rounded once to float: d[i] of lane l
+/// is row l/4 + 8 (i/2), column 2 (l%4) + i%2. `a(f, row, k)` and `b(f, k,
+/// col)` read an element from the warp's registers f (6 a lane: A's 4, B's 2).
+template <class ElementA, class ElementB>
+inline void mma_sync(float d[4], const unsigned a[4], const unsigned b[2], unsigned depth, ElementA elementA,
+                     ElementB elementB) {
   Block &blk = *block;
   if (bDim.x % 32) fault("an mma.sync in a block of a partial warp");
   unsigned *mine = &blk.fragments[6 * size_t(tIdx.x)];
@@ -547,25 +546,47 @@ template <class Decode> inline void mma_m16n8k16(float d[4], const unsigned a[4]
   std::copy(b, b + 2, mine + 4);
   Barrier &warp = blk.warps[tIdx.x / 32];
   warp.wait();
-  const unsigned base = tIdx.x & ~31u, lane = tIdx.x & 31u;
-  auto half = [&](unsigned word, unsigned high) { return double(decode(static_cast<unsigned short>(high ? word >> 16 : word))); };
-  auto A = [&](unsigned row, unsigned col) { // the lane and register holding A[row][col]
-    const unsigned holder = base + (row % 8) * 4 + (col % 8) / 2, q = row / 8 + 2 * (col / 8);
-    return half(blk.fragments[6 * holder + q], col % 2);
-  };
-  auto B = [&](unsigned row, unsigned col) {
-    const unsigned holder = base + col * 4 + (row % 8) / 2, q = row / 8;
-    return half(blk.fragments[6 * holder + 4 + q], row % 2);
-  };
+  const unsigned *f = &blk.fragments[6 * size_t(tIdx.x & ~31u)];
+  const unsigned lane = tIdx.x & 31u;
   float out[4];
   for (unsigned i = 0; i < 4; ++i) {
     const unsigned row = lane / 4 + 8 * (i / 2), col = 2 * (lane % 4) + i % 2;
     double sum = d[i];
-    for (unsigned k = 0; k < 16; ++k) sum += A(row, k) * B(k, col);
+    for (unsigned k = 0; k < depth; ++k) sum += elementA(f, row, k) * elementB(f, k, col);
     out[i] = static_cast<float>(sum);
   }
   warp.wait(); // every lane has read the fragments before any offers the next ones
   std::copy(out, out + 4, d);
+}
+
+/// mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}.{bf16,f16}.f32, `decode`
+/// reading a 16-bit value. The PTX ISA's layout ("Matrix Fragments for
+/// mma.m16n8k16 with floating point type"): of lane l, g = l / 4, c = 2 (l % 4);
+/// A's register q holds row g + 8 (q % 2), columns c + 8 (q / 2) + {0, 1} (low
+/// half first); B's register q column g, rows c + 8 q + {0, 1}.
+template <class Decode> inline void mma_m16n8k16(float d[4], const unsigned a[4], const unsigned b[2], Decode decode) {
+  auto half = [&](unsigned word, unsigned high) { return double(decode(static_cast<unsigned short>(high ? word >> 16 : word))); };
+  mma_sync(d, a, b, 16,
+           [&](const unsigned *f, unsigned row, unsigned k) {
+             return half(f[6 * ((row % 8) * 4 + (k % 8) / 2) + row / 8 + 2 * (k / 8)], k % 2);
+           },
+           [&](const unsigned *f, unsigned k, unsigned col) { return half(f[6 * (col * 4 + (k % 8) / 2) + 4 + k / 8], k % 2); });
+}
+
+/// mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32: a register a value, read as
+/// a tensor core reads TF32 (the low 13 bits of its mantissa ignored). Of lane l,
+/// g = l / 4, t = l % 4: A's register q holds row g + 8 (q % 2), column t + 4 (q / 2);
+/// B's register q row t + 4 q, column g.
+inline void mma_m16n8k8_tf32(float d[4], const unsigned a[4], const unsigned b[2]) {
+  auto tf32 = [](unsigned bits) {
+    bits &= 0xffffe000u;
+    float x;
+    std::memcpy(&x, &bits, 4);
+    return double(x);
+  };
+  mma_sync(d, a, b, 8,
+           [&](const unsigned *f, unsigned row, unsigned k) { return tf32(f[6 * ((row % 8) * 4 + k % 4) + row / 8 + 2 * (k / 4)]); },
+           [&](const unsigned *f, unsigned k, unsigned col) { return tf32(f[6 * (col * 4 + k % 4) + 4 + k / 4]); });
 }
 
 } // namespace rnnc_emulator
@@ -578,6 +599,16 @@ template <class Decode> inline void mma_m16n8k16(float d[4], const unsigned a[4]
 #define __shfl_xor_sync(mask, v, o) ::rnnc_emulator::shfl_xor((v), (o))
 #define __shfl_up_sync(mask, v, d) ::rnnc_emulator::shfl_up((v), (d))
 #define __shfl_sync(mask, v, src) ::rnnc_emulator::shfl((v), (src))
+inline unsigned __float_as_uint(float x) {
+  unsigned u;
+  std::memcpy(&u, &x, 4);
+  return u;
+}
+inline float __uint_as_float(unsigned u) {
+  float x;
+  std::memcpy(&x, &u, 4);
+  return x;
+}
 #define __global__
 #define __device__
 #define __host__
