@@ -404,6 +404,10 @@ def main():
     # bidirectional one, and loops run in parallel over time (T = 100: two chunks and more).
     for s in named("lstm", "bitagger", "zoneout_lstm"):
         runs.append((s, ["--lengths"], {"cpu_flags": ["--lengths"], "envs": ({}, FUSED)}))
+    # ... and on tensor cores: the rows past the last one running are zeros in B's fragments.
+    for s in named("lstm"):
+        runs.append((s, ["--lengths", "--dtype", "bf16"], {"real": "bf16", "cpu_flags": ["--lengths", "--dtype", "bf16"],
+                                                           "seeds": SEEDS[:1], "envs": (PERSISTENT, FUSED)}))
     # Each step's library calls cut to the sequences still running: a graph per set of lengths.
     for s in named("lstm"):
         runs.append((s, ["--lengths", "--cuda-graphs"], {"cpu_flags": ["--lengths"], "envs": ({}, caller)}))
