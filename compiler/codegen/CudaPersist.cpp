@@ -691,7 +691,8 @@ std::string CudaPersistPrinter::kernel() const {
     w.line("// Each block keeps its slice of the loop's weights in shared memory for all T steps; the");
     w.line("// blocks meet at a grid barrier after each kernel of a step.");
   }
-  // The weights, once: each product's rows after the one before (16 bits: whole tiles of them).
+  // The weights, once: each product's rows after the one before, as whole tiles on tensor cores
+  // (tile_rows, tile_reduce: the rows themselves with FMA).
   std::string next = tensor ? "reinterpret_cast<store *>(dynamic_shared())" : "dynamic_shared()";
   for (size_t i = 0; i < s_.kernels.size(); ++i) {
     const KernelIR &k = p_.kernels[s_.kernels[i]];

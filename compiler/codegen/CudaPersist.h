@@ -11,7 +11,8 @@
 // units also get a fused variant: a kernel a step per product (step_<stage>_<j>),
 // its blocks' rows of the product read from global memory, then the cell for their
 // units. The host picks one of these or the step-by-step launches at run time
-// (rnnc/persistent.h's cost model).
+// (rnnc/persistent.h's cost model). The products are FMA, or on tensor cores
+// (mma.sync) for 16-bit models and float ones built with --tf32.
 #pragma once
 
 #include "codegen/CudaPrinter.h"
