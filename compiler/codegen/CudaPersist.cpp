@@ -138,6 +138,13 @@ __device__ __forceinline__ float half_of(unsigned pair, int high) {
 }
 // Column (of A; row of B) k's value in the register holding it.
 __device__ __forceinline__ float fragment_value(unsigned pair, int k) { return half_of(pair, k & 1); }
+// The instruction (mma_tile), and its emulation (tests/emulator).
+#define RNNC_MMA "mma.sync.aligned.m16n8k16.row.col.f32.%TYPE%.%TYPE%.f32"
+#ifdef RNNC_CUDA_EMULATOR
+__device__ __forceinline__ void emulated_mma(float d[4], const unsigned a[4], const unsigned b[2]) {
+  rnnc_emulator::mma_m16n8k16(d, a, b, [](unsigned short bits) { return half_of(bits, 0); });
+}
+#endif
 )cuda";
 const char *kHalfLoads = R"cuda(
 // Two 16-bit values of one register: `lo` in the low half.
@@ -158,22 +165,6 @@ __device__ __forceinline__ void load_b(const In *in, int r, int j0, int reduce, 
   const int j = j0 + (lane & 3) * 2;
   b[0] = pack2(product_input(in, r, j, reduce, running), product_input(in, r, j + 1, reduce, running));
   b[1] = pack2(product_input(in, r, j + 8, reduce, running), product_input(in, r, j + 9, reduce, running));
-}
-
-// d += A B on the warp's tensor cores (d 16 x 8 in float: lane l holds rows l/4 and
-// l/4 + 8, columns 2(l%4) + {0, 1}); before sm_80 (no m16n8k16), and under the emulator
-// with RNNC_SHUFFLE_MMA, by shuffles.
-__device__ __forceinline__ void mma_tile(float d[4], const unsigned a[4], const unsigned b[2]) {
-#if defined(RNNC_CUDA_EMULATOR) && !defined(RNNC_SHUFFLE_MMA)
-  rnnc_emulator::mma_m16n8k16(d, a, b, [](unsigned short bits) { return half_of(bits, 0); });
-#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && !defined(RNNC_SHUFFLE_MMA)
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.%TYPE%.%TYPE%.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-               "{%0, %1, %2, %3};"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-#else
-  mma_shuffle(d, a, b);
-#endif
 }
 )cuda";
 
@@ -199,6 +190,13 @@ __device__ __forceinline__ real zero_weight() { return 0; }
 constexpr int kTileK = 8;       // mma.sync m16n8k8
 constexpr int kPerRegister = 1; // a TF32 value a register
 __device__ __forceinline__ float fragment_value(unsigned bits, int) { return __uint_as_float(bits); }
+// The instruction (mma_tile), and its emulation (tests/emulator).
+#define RNNC_MMA "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"
+#ifdef RNNC_CUDA_EMULATOR
+__device__ __forceinline__ void emulated_mma(float d[4], const unsigned a[4], const unsigned b[2]) {
+  rnnc_emulator::mma_m16n8k8_tf32(d, a, b);
+}
+#endif
 )cuda";
 const char *kTf32Loads = R"cuda(
 // Lane l's registers of a 16 x 8 tile of A at `at` (row-major, rows kpad apart): rows
@@ -215,27 +213,14 @@ __device__ __forceinline__ void load_b(const real *in, int r, int j0, int reduce
   b[0] = __float_as_uint(product_input(in, r, j, reduce, running));
   b[1] = __float_as_uint(product_input(in, r, j + 4, reduce, running));
 }
-
-// d += A B on the warp's tensor cores (d as m16n8k16's); before sm_80 by shuffles.
-__device__ __forceinline__ void mma_tile(float d[4], const unsigned a[4], const unsigned b[2]) {
-#if defined(RNNC_CUDA_EMULATOR) && !defined(RNNC_SHUFFLE_MMA)
-  rnnc_emulator::mma_m16n8k8_tf32(d, a, b);
-#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && !defined(RNNC_SHUFFLE_MMA)
-  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-               "{%0, %1, %2, %3};"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-#else
-  mma_shuffle(d, a, b);
-#endif
-}
 )cuda";
 
 // The persistent products on tensor cores: the weights' tiles, the input's elements
 // and the shuffle version of mma after the operands of the model's type (kHalfFragments
 // or kTf32Fragments: weight, kTileK, kPerRegister, product_operand, weight_of,
-// fragment_value), then (kTensorProductLoop) the product
-// after its fragments' loads and mma (kHalfLoads or kTf32Loads: load_a, load_b, mma_tile).
+// fragment_value, RNNC_MMA, emulated_mma) and the mma itself (mma_tile), then
+// (kTensorProductLoop) the product after its fragments' loads (kHalfLoads or
+// kTf32Loads: load_a, load_b).
 const char *kTensorProduct = R"cuda(
 // The weights a block keeps of a product: its rows and its reduction as whole tiles.
 __device__ __forceinline__ int tile_rows(int rows) { return (rows + 15) / 16 * 16; }
@@ -282,6 +267,21 @@ __device__ __forceinline__ void mma_shuffle(float d[4], const unsigned a[4], con
     d[2] += a1 * b0;
     d[3] += a1 * b1;
   }
+}
+
+// d += A B on the warp's tensor cores (RNNC_MMA; d 16 x 8 in float: lane l holds rows
+// l/4 and l/4 + 8, columns 2(l%4) + {0, 1}); before sm_80 (no such mma), and under the
+// emulator with RNNC_SHUFFLE_MMA, by shuffles.
+__device__ __forceinline__ void mma_tile(float d[4], const unsigned a[4], const unsigned b[2]) {
+#if defined(RNNC_CUDA_EMULATOR) && !defined(RNNC_SHUFFLE_MMA)
+  emulated_mma(d, a, b);
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && !defined(RNNC_SHUFFLE_MMA)
+  asm volatile(RNNC_MMA " {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+  mma_shuffle(d, a, b);
+#endif
 }
 
 // Element i of lane `lane`'s tile `tile` of a product's result: output o, sequence r.
