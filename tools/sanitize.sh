@@ -19,7 +19,7 @@ export RNNC_SANITIZER=1
 # 60 directional); here the sanitized compiler gets a part of each, which
 # keeps CI under an hour on 2 cores.
 export RNNC_NUMERIC_COMPILED_GEN=${RNNC_NUMERIC_COMPILED_GEN:-3}
-export RNNC_NUMERIC_GEN=${RNNC_NUMERIC_GEN:-15}
+export RNNC_NUMERIC_GEN=${RNNC_NUMERIC_GEN:-10}
 # and one finite-difference coordinate per param, input and state (3, 3, 2 there);
 export RNNC_NUMERIC_FD_COORDS=${RNNC_NUMERIC_FD_COORDS:-1}
 # and 16-bit storage on four samples (every sample there).

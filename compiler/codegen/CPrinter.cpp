@@ -117,6 +117,14 @@ std::string CPrinter::storeTarget(int buffer, int64_t shift) const {
   return fmt::format("{}[{}]", rowPointer(buffer, 0), shifted("i", shift));
 }
 
+Operand CPrinter::sliceOperand(const Instr &in) {
+  Operand o = in.args[0];
+  if (o.scalar) return o; // element 0 whatever the index
+  if (o.kind == Operand::Kind::Load) o.shift += in.offset;
+  if (o.kind == Operand::Kind::Param) o.paramOffset += in.offset;
+  return o;
+}
+
 std::string CPrinter::mapExpr(const Instr &in) const {
   auto a = [&](size_t k) { return operand(in.args[k], "i"); };
   auto join = [&](const char *sep) {
@@ -136,7 +144,7 @@ std::string CPrinter::mapExpr(const Instr &in) const {
     for (size_t k = 0; k < in.args.size(); ++k) args.push_back(a(k));
     return pointwiseRule(in.op)->spell(args, [&](const char *name) { return math(name); });
   }
-  case Op::Slice: return operand(in.args[0], shifted("i", in.offset));
+  case Op::Slice: return operand(sliceOperand(in), "i");
   case Op::Broadcast: return operand(in.args[0], "0");
   case Op::Pad:
     return fmt::format("(i >= {} && i < {} ? {} : real(0))", in.offset, in.offset + in.inWidth,

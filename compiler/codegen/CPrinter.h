@@ -37,6 +37,9 @@ public:
   /// A workspace buffer's element type: int32_t, store (16 bits) or real.
   static const char *elementType(const Buffer &b);
 
+  /// The operand a slice reads at element i: its source's, at the slice's offset.
+  static Operand sliceOperand(const Instr &in);
+
 protected:
   /// The row pointer of buffer b read with `delay` ("c_7_prev").
   std::string rowPointer(int buffer, int32_t delay) const;

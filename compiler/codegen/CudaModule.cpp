@@ -244,7 +244,7 @@ void CudaHost::launcher(Writer &w, const KernelIR &k, int index) {
   }
   switch (k.kind) {
   case KernelIR::Kind::Fused: {
-    int threads = CudaPrinter::threadsOf(k);
+    int threads = CudaPrinter::threadsOf(k, p_);
     std::string grid = CudaPrinter::isFlat(k) ? fmt::format("grid_for((r1 - r0) * {}, {})",
                                                             k.sweeps[0].width / CudaPrinter::elementsPerThread(k, p_), threads)
                                               : "grid_for(r1 - r0, 1)";

@@ -269,24 +269,37 @@ static bool readsAtComputedOffsets(Op op) {
 
 bool CudaPrinter::isFlat(const KernelIR &k) { return k.sweeps.size() == 1 && k.sweeps[0].kind == Sweep::Kind::Map; }
 
-int CudaPrinter::elementsPerThread(const KernelIR &k, const Program &p) {
+/// The operands a map op's element reads as printed: a slice's is its source's at the slice's offset.
+static std::vector<Operand> printedOperands(const Instr &in) {
+  if (in.op == Op::Slice) return {CPrinter::sliceOperand(in)};
+  return in.args;
+}
+
+int CudaPrinter::sweepElementsPerThread(const Sweep &s, const Program &p, bool flat) {
   // 16-bit models load and store an element at a time (real4 is 16 bytes of float).
-  if (!isFlat(k) || k.sweeps[0].width % 4 || isHalf(p.dtype)) return 1;
-  std::set<std::pair<int, int32_t>> scalarRows, vectorRows; // a row read both ways keeps one element per thread
-  for (const Instr &in : k.sweeps[0].body)
-    for (const Operand &o : in.args)
-      if (o.kind == Operand::Kind::Load) (o.scalar ? scalarRows : vectorRows).insert({o.buffer, o.delay});
-  for (const auto &row : scalarRows)
-    if (vectorRows.count(row)) return 1;
-  for (const Instr &in : k.sweeps[0].body) {
-    if (readsAtComputedOffsets(in.op)) return 1;
-    if (in.store >= 0 && (p.buffers[in.store].width % 4 || p.buffers[in.store].index || in.storeShift)) return 1;
-    for (const Operand &o : in.args) {
+  if (s.kind != Sweep::Kind::Map || s.width % 4 || isHalf(p.dtype)) return 1;
+  if (flat) { // the rows are offset by the thread's elements: a row read both ways keeps one element a thread
+    std::set<std::pair<int, int32_t>> scalarRows, vectorRows;
+    for (const Instr &in : s.body)
+      for (const Operand &o : in.args)
+        if (o.kind == Operand::Kind::Load) (o.scalar ? scalarRows : vectorRows).insert({o.buffer, o.delay});
+    for (const auto &row : scalarRows)
+      if (vectorRows.count(row)) return 1;
+  }
+  for (const Instr &in : s.body) {
+    // A flat kernel reads no slice; in a row's sweep a slice of a row read from memory is that row at its offset.
+    const bool slice = !flat && in.op == Op::Slice && in.args[0].kind == Operand::Kind::Load && !in.args[0].scalar;
+    if (readsAtComputedOffsets(in.op) && !slice) return 1;
+    // A flat kernel stores at the thread's elements; a row's sweep also at a concatenation's piece in place.
+    const bool storeShifts = flat ? in.storeShift != 0 : in.storeShift % 4 != 0 || in.storeShift < 0;
+    if (in.store >= 0 && (p.buffers[in.store].width % 4 || p.buffers[in.store].index || storeShifts)) return 1;
+    for (const Operand &o : printedOperands(in)) {
       if (o.scalar || o.kind == Operand::Kind::Local || o.kind == Operand::Kind::Const || o.kind == Operand::Kind::LossSeed ||
           o.kind == Operand::Kind::Mask || o.kind == Operand::Kind::Active)
         continue;
       if (o.kind == Operand::Kind::Param && o.paramOffset % 4 == 0) continue;
-      if (o.kind == Operand::Kind::Load && o.shift % 4 == 0 && p.buffers[o.buffer].width % 4 == 0 && !p.buffers[o.buffer].index)
+      if (o.kind == Operand::Kind::Load && o.shift % 4 == 0 && o.shift >= 0 && p.buffers[o.buffer].width % 4 == 0 &&
+          !p.buffers[o.buffer].index)
         continue;
       return 1;
     }
@@ -294,18 +307,35 @@ int CudaPrinter::elementsPerThread(const KernelIR &k, const Program &p) {
   return 4;
 }
 
+int CudaPrinter::elementsPerThread(const KernelIR &k, const Program &p) {
+  return isFlat(k) ? sweepElementsPerThread(k.sweeps[0], p, true) : 1;
+}
+
+/// Elements per thread of map sweep `s` of a one-row-per-block kernel `k`: its own where every
+/// sweep of `k` is a map (a step's gates and states). A kernel with sums (layer norm's backward:
+/// a dozen sweeps and sums over rows of many buffers) keeps one element a thread: with four,
+/// ptxas spilled its registers (sm_90).
+static int rowSweepElementsPerThread(const KernelIR &k, const Sweep &s, const Program &p) {
+  for (const std::vector<Sweep> *list : {&k.sweeps, &k.stopped})
+    for (const Sweep &other : *list)
+      if (other.kind != Sweep::Kind::Map) return 1;
+  return CudaPrinter::sweepElementsPerThread(s, p, false);
+}
+
 /// Rows narrower than this index their elements in 32 bits.
 constexpr int64_t kInt32Row = int64_t(1) << 30;
 
-int CudaPrinter::threadsOf(const KernelIR &k) {
+int CudaPrinter::threadsOf(const KernelIR &k, const Program &p) {
   if (isFlat(k)) return kFlatThreads;
-  int64_t widest = 1;
-  for (const Sweep &s : k.sweeps) widest = std::max({widest, s.width, s.body.empty() ? 1 : s.body.front().inWidth});
+  int64_t widest = 1; // the threads a sweep keeps busy: its elements, four a thread where it loads four
+  for (const Sweep &s : k.sweeps)
+    widest = std::max(widest, s.kind == Sweep::Kind::Map ? s.width / rowSweepElementsPerThread(k, s, p)
+                                                          : std::max(s.width, s.body.empty() ? 1 : s.body.front().inWidth));
   return static_cast<int>(std::min<int64_t>(256, (widest + 31) / 32 * 32));
 }
 
 std::string CudaPrinter::elementLoop(int64_t n, const std::string &indent, const std::string &) const {
-  if (flat_ && vector_ > 1) // the thread's elements, from i0
+  if (vector_ > 1) // the thread's elements, from i0
     return fmt::format("{}#pragma unroll\n{}for (int i = 0; i < {}; ++i) {{\n", indent, indent, vector_);
   if (flat_) return indent + "{\n"; // i is the thread's element
   if (unit_) { // every row's elements of the block's units, in each piece of the unit width
@@ -335,6 +365,11 @@ std::string CudaPrinter::combine(const std::string &var, char op, const std::str
 std::string CudaPrinter::vectorName(const Operand &o) const {
   if (o.kind == Operand::Kind::Param) return fmt::format("P_{}_4", o.paramOffset);
   return rowPointer(o.buffer, o.delay) + (o.shift ? fmt::format("_{}", o.shift) : "") + "_4";
+}
+
+/// The registers of a result stored four elements at a time: "h_22_4", "concat_33_128_4".
+std::string CudaPrinter::storeName(int buffer, int64_t shift) const {
+  return rowPointer(buffer, 0) + (shift ? fmt::format("_{}", shift) : "") + "_4";
 }
 
 /// The values on chip kernel `k` reads or writes.
@@ -370,7 +405,7 @@ std::string CudaPrinter::operand(const Operand &o, const std::string &index) con
 }
 
 std::string CudaPrinter::storeTarget(int buffer, int64_t shift) const {
-  if (vector_ > 1) return rowPointer(buffer, 0) + "_4.v[i]"; // no shifted store (elementsPerThread)
+  if (vector_ > 1) return storeName(buffer, shift) + ".v[i]";
   if (chip_ && chip_->count(buffer))
     return fmt::format("{}[{}]", rowPointer(buffer, 0), chipElement(unit_, shifted("i", shift)));
   return CPrinter::storeTarget(buffer, shift);
@@ -390,12 +425,36 @@ std::string CudaPrinter::rowDeclaration(int buffer, int32_t delay, bool store, c
 
 std::string CudaPrinter::math(const char *name) const { return std::string("math::") + name; }
 
+std::string CudaPrinter::fourElements(const Sweep &s, const std::string &indent, const std::string &from) {
+  auto at = [&](const std::string &base, int64_t offset) {
+    std::string sum = base;
+    if (!from.empty()) sum += " + " + from;
+    return offset ? fmt::format("{} + {}", sum, offset) : sum;
+  };
+  std::set<std::string> loads;
+  std::set<std::pair<int, int64_t>> stores; // (buffer, shift)
+  for (const Instr &in : s.body) {
+    if (in.store >= 0) stores.insert({in.store, in.storeShift});
+    for (const Operand &o : printedOperands(in)) {
+      if (o.kind == Operand::Kind::Load && !o.scalar)
+        loads.insert(fmt::format("{} = load4({})", vectorName(o), at(rowPointer(o.buffer, o.delay), o.shift)));
+      if (o.kind == Operand::Kind::Param && !o.scalar) loads.insert(fmt::format("{} = load4({})", vectorName(o), at("P", o.paramOffset)));
+    }
+  }
+  std::string out;
+  for (const std::string &l : loads) out += indent + "const real4 " + l + ";\n";
+  for (auto [b, shift] : stores) out += fmt::format("{}real4 {};\n", indent, storeName(b, shift));
+  out += sweep(s, indent);
+  for (auto [b, shift] : stores) out += fmt::format("{}store4({}, {});\n", indent, at(rowPointer(b, 0), shift), storeName(b, shift));
+  return out;
+}
+
 std::string CudaPrinter::fusedKernel(const KernelIR &k) {
   std::set<int> written;
   auto pointers = rowPointers(k, written);
   flat_ = isFlat(k);
   vector_ = flat_ ? elementsPerThread(k, p_) : 1;
-  int threads = threadsOf(k);
+  int threads = threadsOf(k, p_);
   bool vector = vector_ > 1;
   std::string out = step_ ? fmt::format("__device__ void {}_step(const Workspace &ws, const {} *__restrict__ {}, int64_t B,\n"
                                         "    int64_t r0, int64_t r1) {{\n",
@@ -437,23 +496,7 @@ std::string CudaPrinter::fusedKernel(const KernelIR &k) {
       flat_ = false;
       return out + "  }\n}\n";
     }
-    // The thread's elements of every operand in one load each, the stores in one store each.
-    std::set<std::string> loads;
-    std::set<int> stores;
-    for (const Instr &in : k.sweeps[0].body) {
-      if (in.store >= 0) stores.insert(in.store);
-      for (const Operand &o : in.args) {
-        if (o.kind == Operand::Kind::Load && !o.scalar)
-          loads.insert(fmt::format("{} = load4({}{})", vectorName(o), rowPointer(o.buffer, o.delay),
-                                   o.shift ? fmt::format(" + {}", o.shift) : ""));
-        if (o.kind == Operand::Kind::Param && !o.scalar)
-          loads.insert(fmt::format("{} = load4(P + {})", vectorName(o), o.paramOffset));
-      }
-    }
-    for (const std::string &l : loads) out += "    const real4 " + l + ";\n";
-    for (int b : stores) out += fmt::format("    real4 {}_4;\n", rowPointer(b, 0));
-    out += sweep(k.sweeps[0], "    ");
-    for (int b : stores) out += fmt::format("    store4({}, {}_4);\n", rowPointer(b, 0), rowPointer(b, 0));
+    out += fourElements(k.sweeps[0], "    ", "");
     flat_ = false;
     vector_ = 1;
     return out + "  }\n}\n";
@@ -463,6 +506,17 @@ std::string CudaPrinter::fusedKernel(const KernelIR &k) {
     std::string text;
     for (size_t s = 0; s < list.size(); ++s) {
       if (s) text += indent + "__syncthreads(); // the sweep before wrote what this one reads\n";
+      if (rowSweepElementsPerThread(k, list[s], p_) == 4) {
+        const int64_t w = list[s].width;
+        text += fmt::format("{0}// Four elements a thread: a 16-byte load of each operand, a 16-byte store of each result.\n"
+                            "{0}for ({1} i0 = 4 * threadIdx.x; i0 < {2}; i0 += 4 * blockDim.x) {{\n",
+                            indent, w < kInt32Row ? "int" : "int64_t", w);
+        vector_ = 4;
+        text += fourElements(list[s], indent + "  ", "i0");
+        vector_ = 1;
+        text += indent + "}\n";
+        continue;
+      }
       bool scoped = list[s].kind != Sweep::Kind::Map;
       text += (scoped ? indent + "{\n" : "") + sweep(list[s], scoped ? indent + "  " : indent) + (scoped ? indent + "}\n" : "");
     }
@@ -484,7 +538,7 @@ std::string CudaPrinter::stepKernel(const KernelIR &k) {
                      "    int64_t r0, int64_t r1) {{\n"
                      "  {1}_step(ws, P, B, r0, r1);\n"
                      "}}\n",
-                     threadsOf(k), k.name, portType(p_));
+                     threadsOf(k, p_), k.name, portType(p_));
 }
 
 std::string CudaPrinter::unitsKernel(const KernelIR &k, int64_t unit, const OnChip &chip) {

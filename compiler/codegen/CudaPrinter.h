@@ -33,11 +33,16 @@ public:
   using CPrinter::CPrinter;
 
   /// Threads per block of a fused kernel, and whether it is one flat sweep.
-  static int threadsOf(const KernelIR &k);
+  static int threadsOf(const KernelIR &k, const Program &p);
   static bool isFlat(const KernelIR &k);
-  /// Elements per thread of a flat kernel: 4 when every row it touches and
+  /// Elements per thread of a map sweep: 4 when every row it touches and
   /// every offset it reads at is a multiple of 4 elements (16-byte loads and
-  /// stores for float), else 1.
+  /// stores for float), else 1. A flat kernel's (its rows offset by the
+  /// thread's elements) also reads no slice, no row both as a vector and as
+  /// a broadcast element and stores at no shift; a row's sweep reads a slice
+  /// of a row at its offset and stores a concatenation's pieces in place.
+  static int sweepElementsPerThread(const Sweep &s, const Program &p, bool flat);
+  /// Elements per thread of a fused kernel: its sweep's where it is flat, else 1.
   static int elementsPerThread(const KernelIR &k, const Program &p);
   /// A fused kernel of a loop that also runs persistent (CudaPersist.h): its
   /// body as the __device__ function <name>_step, which the persistent kernel
@@ -62,6 +67,11 @@ protected:
 
 private:
   std::string vectorName(const Operand &o) const;
+  std::string storeName(int buffer, int64_t shift) const;
+  /// Map sweep `s` on four consecutive elements from `from` ("": the rows are
+  /// offset already): each operand one load4 into registers, the body unrolled
+  /// over them, each store one store4. vector_ is 4 while it prints.
+  std::string fourElements(const Sweep &s, const std::string &indent, const std::string &from);
   /// "const real *__restrict__ <row pointer> = ws.<buffer> + <row offset><plus>;" (no const where stored).
   std::string rowDeclaration(int buffer, int32_t delay, bool store, const std::string &plus) const;
   bool flat_ = false; // printing a flat kernel: i is the thread's element
