@@ -153,6 +153,17 @@ if [ "$tests_rc" != 77 ] && [ $scan_only = 0 ]; then
     persist_result+="; tests FAILED fused (exit $fused_rc, $fell_back loops step by step; $out/fused-tests.log)"
     failed=1
   fi
+  # Forced step by step: every loop's per-step kernels (one row per block, four elements a thread
+  # where the rows allow: docs/cuda.md#kernels-compilercodegencudaprintercpp) after cuBLAS.
+  RNNC_CUDA_LOOPS=stepwise with_blas timeout -k 10 150 python3 tests/gpu/run.py --rnnc "$rnnc" \
+    --samples samples >"$out/stepwise-tests.log" 2>&1
+  stepwise_rc=$?
+  if [ $stepwise_rc = 0 ]; then
+    persist_result+=", step by step ($(tail -1 "$out/stepwise-tests.log"))"
+  else
+    persist_result+="; tests FAILED step by step (exit $stepwise_rc; $out/stepwise-tests.log)"
+    failed=1
+  fi
   with_blas timeout -k 10 150 python3 bench/gpu/persistent.py --rnnc "$rnnc" --budget-s 100 --hidden 768 256 \
     >"$out/persistent.md" 2>"$out/persistent.log"
   case $? in
