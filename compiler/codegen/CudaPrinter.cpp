@@ -362,15 +362,18 @@ std::string CudaPrinter::combine(const std::string &var, char op, const std::str
 }
 
 /// The register copy of a vector-loaded operand: "x_0_4", "add_8_128_4", "P_98304_4".
+/// The four registers of a row's elements from `shift`: "h_22_4", "add_8_128_4".
+static std::string fourRegisters(const std::string &row, int64_t shift) {
+  return row + (shift ? fmt::format("_{}", shift) : "") + "_4";
+}
+
 std::string CudaPrinter::vectorName(const Operand &o) const {
   if (o.kind == Operand::Kind::Param) return fmt::format("P_{}_4", o.paramOffset);
-  return rowPointer(o.buffer, o.delay) + (o.shift ? fmt::format("_{}", o.shift) : "") + "_4";
+  return fourRegisters(rowPointer(o.buffer, o.delay), o.shift);
 }
 
 /// The registers of a result stored four elements at a time: "h_22_4", "concat_33_128_4".
-std::string CudaPrinter::storeName(int buffer, int64_t shift) const {
-  return rowPointer(buffer, 0) + (shift ? fmt::format("_{}", shift) : "") + "_4";
-}
+std::string CudaPrinter::storeName(int buffer, int64_t shift) const { return fourRegisters(rowPointer(buffer, 0), shift); }
 
 /// The values on chip kernel `k` reads or writes.
 static std::set<int> chipTouched(const KernelIR &k, const OnChip &chip) {
