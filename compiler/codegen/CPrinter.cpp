@@ -42,9 +42,10 @@ std::string CPrinter::rowOffset(const Buffer &b, int32_t delay, const std::strin
     if (row == "r0") return "0";
     return b.width == 1 ? fmt::format("({} - r0)", row) : fmt::format("({} - r0) * {}", row, b.width);
   }
-  if (b.ring) { // step t - delay lives in slot (t - delay) mod ring; t = r0 / B in a loop's launch
+  if (b.ring || b.lastSteps) { // t = r0 / B in a loop's launch
     std::string step = delay == 0 ? "r0 / B" : fmt::format("r0 / B {} {}", delay > 0 ? '-' : '+', std::abs(delay));
-    std::string slot = fmt::format("ring_slot({}, {}) * B", step, b.ring);
+    std::string slot = b.ring ? fmt::format("ring_slot({}, {}) * B", step, b.ring) // step t - delay: slot (t - delay) mod ring
+                              : fmt::format("seed_slot({}, ws.T, {}) * B", step, b.lastSteps); // zeros but at the last steps
     if (row != "r0") slot = fmt::format("({} + ({} - r0))", slot, row);
     return b.width == 1 ? slot : fmt::format("{} * {}", slot, b.width);
   }

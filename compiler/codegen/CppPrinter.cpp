@@ -126,7 +126,7 @@ std::string CppPrinter::packedLibraryKernel(const KernelIR &k) {
 std::string CppPrinter::libraryKernel(const KernelIR &k) {
   const bool gemmKind =
       k.kind == KernelIR::Kind::Gemm || k.kind == KernelIR::Kind::GemmT || k.kind == KernelIR::Kind::GradMatrix;
-  auto plain = [&](int buffer) { return buffer < 0 || (!p_.buffers[buffer].ring && !p_.buffers[buffer].stepLocal); };
+  auto plain = [&](int buffer) { return buffer < 0 || p_.buffers[buffer].rowsPerStep(); };
   if (p_.hasLengths && !k.perStep && gemmKind && plain(k.a) && plain(k.b) && plain(k.out)) {
     RNNC_ASSERT(k.kind != KernelIR::Kind::GradMatrix || p_.packWidth, "plan-memory gives weight gradients ws.packed");
     return packedLibraryKernel(k);

@@ -88,6 +88,11 @@ __device__ __forceinline__ void store4(real *p, const real4 &x) { *reinterpret_c
 
 // The slot of `step` in a ring of `ring` steps (steps before the first wrap around).
 __host__ __device__ __forceinline__ int64_t ring_slot(int64_t step, int64_t ring) { return ((step % ring) + ring) % ring; }
+// The slot of `step` in a final state's seed of T steps that keeps its last
+// k: 1 .. k for steps T - k .. T - 1, else 0, whose rows hold zeros.
+__host__ __device__ __forceinline__ int64_t seed_slot(int64_t step, int64_t T, int64_t k) {
+  return step >= T - k ? step - (T - k) + 1 : 0;
+}
 
 // Sums and maxima over a block (blockDim.x a multiple of 32, at most 1024):
 // every thread gets the result, in an order that does not change between runs.

@@ -6,11 +6,17 @@
 #include "passes/PlanMemory.h"
 #include "support/Crash.h"
 
+#include <algorithm>
 #include <fmt/format.h>
 
 namespace rnnc::codegen {
 
 std::string rowsOf(const Buffer &b) { return bufferRows(b); }
+
+/// Whether a final state's seed keeps only its last steps: its readers need T.
+static bool seedSlots(const Program &p) {
+  return std::any_of(p.buffers.begin(), p.buffers.end(), [](const Buffer &b) { return b.lastSteps > 0; });
+}
 
 namespace {
 
@@ -200,8 +206,15 @@ void HostPrinter::stateSeedCopies() {
     size_t k = 0;
     while (p_.states[k].name != seed.name) ++k;
     const Buffer &b = p_.buffers[seed.buffer];
-    w_.line("{}", t_.rows(fmt::format("clear_rows(ws.{}, {}, T, B, {}", b.name, b.padBefore, b.width)));
     std::string src = fmt::format("static_cast<const {} *>(state_seeds[{}])", port(b), k);
+    if (b.lastSteps) { // slot 0: the zeros of the steps before the last; slots 1 .. depth: those steps
+      RNNC_ASSERT(b.lastSteps == seed.depth, b.name + ": a seed keeps its state's depth of steps");
+      w_.line("{}", t_.rows(fmt::format("clear_rows(ws.{}, 0, {}, B, {}", b.name, b.fixedRows(), b.width)));
+      guarded(fmt::format("state_seeds && state_seeds[{}]", k),
+              t_.rows(fmt::format("copy_rows(ws.{}, 1, {}, {}, B, {}", b.name, src, seed.depth, b.width)));
+      continue;
+    }
+    w_.line("{}", t_.rows(fmt::format("clear_rows(ws.{}, {}, T, B, {}", b.name, b.padBefore, b.width)));
     if (b.padBefore + 1 >= seed.depth) { // T >= 1 (the workspace refuses less): the rows fit
       std::string first = b.padBefore ? fmt::format("{} + T - {}", b.padBefore, seed.depth) : fmt::format("T - {}", seed.depth);
       guarded(fmt::format("state_seeds && state_seeds[{}]", k),
@@ -303,9 +316,11 @@ std::string workspaceStruct(const Program &p, const std::vector<std::string> &ex
            : b.fixed ? ": the initial-state gradient"
            : b.stepLocal ? ": one step, reused"
            : b.ring ? ": a ring of the steps its loop reads back"
+           : b.lastSteps ? ": a final state's seed, zeros then its last steps"
            : b.shares >= 0 ? ": shares " + p.buffers[b.shares].name + "'s memory"
                            : "");
   for (const std::string &member : extraMembers) w.line("{}", member);
+  if (seedSlots(p)) w.line("int64_t T; // the call's steps: which of them a final state's seed holds (seed_slot)");
   if (p.hasMasks) w.line("unsigned *rng; // [4]: the masks' key (low, high), 1 in training, 0");
   if (!p.dropped.empty())
     w.line("{} *dropped; // [{}]: the dropped params (DropConnect), made by forward", portType(p), p.droppedElements);
@@ -323,6 +338,7 @@ std::string workspaceLayout(const Program &p, const std::vector<std::string> &ex
   w.line("/// Carves the workspace from `base` (null: only measures). Returns its bytes, 0 when too large.");
   w.open("int64_t layout(int64_t T, int64_t B, void *base, Workspace *ws) {{");
   w.line("Carver c(base, T, B);");
+  if (seedSlots(p)) w.line("ws->T = T;");
   for (const Buffer &b : p.buffers)
     if (b.shares < 0)
       w.line("ws->{} = c.take<{}>({}, {}, {});", b.name, typeOf(b), b.rowsPerStep(), b.fixedRows(), b.width);

@@ -383,6 +383,10 @@ void ProgramBuilder::checkMemory() const {
       RNNC_ASSERT(p_.stages[writer[l.buffer]].direction < 0 && -l.before - l.delay >= 0 && -l.delay <= b.ring,
                   what + ": a step its ring no longer holds");
     else if (b.ring) RNNC_ASSERT(l.stage == writer[l.buffer] && std::abs(l.delay) < b.ring, what + ": past its ring");
+    else if (b.lastSteps)
+      RNNC_ASSERT(l.stage >= 0 && p_.stages[l.stage].loop && p_.stages[l.stage].scan.plan == LoopPlan::Sequential &&
+                      l.delay == 0,
+                  what + ": a seed that keeps its last steps, outside a loop run step by step");
     else RNNC_ASSERT(l.delay + l.before <= b.padBefore && -l.delay <= b.padAfter, what + ": past its padding");
   }
   std::set<int> ports{p_.lossBuffer};
@@ -393,7 +397,8 @@ void ProgramBuilder::checkMemory() const {
     const Buffer &buf = p_.buffers[b];
     RNNC_ASSERT(!(buf.stepLocal || buf.ring) || (writer[b] >= 0 && p_.stages[writer[b]].scan.plan == LoopPlan::Sequential),
                 buf.name + ": fewer than T steps, not written by a loop that runs step by step");
-    RNNC_ASSERT(!ports.count(static_cast<int>(b)) || (buf.rowsPerStep() == 1 && buf.shares < 0) || buf.fixed,
+    RNNC_ASSERT(!ports.count(static_cast<int>(b)) || (buf.rowsPerStep() == 1 && buf.shares < 0) || buf.fixed ||
+                    buf.lastSteps,
                 buf.name + ": a port's buffer must keep every step, in memory of its own");
     int owner = static_cast<int>(b);
     while (p_.buffers[owner].shares >= 0) owner = p_.buffers[owner].shares;

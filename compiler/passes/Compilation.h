@@ -55,8 +55,9 @@ constexpr int64_t kScanChunks = 64;
 /// index input. It keeps all T steps plus its padding (the steps before the
 /// first and after the last that a delayed read reaches: the initial state,
 /// zeros), unless `fixed` (only the padding rows), `stepLocal` (one step's
-/// rows, reused every step) or `ring` (a ring of `ring` steps' rows) says
-/// otherwise; at most one of the three holds.
+/// rows, reused every step), `ring` (a ring of `ring` steps' rows) or
+/// `lastSteps` (a final state's seed: its last steps' rows and one step of
+/// zeros) says otherwise; at most one of the four holds.
 struct WorkspaceBuffer {
   std::string name;      // a C identifier, from the value's name where it has one
   NodeId node = kNoNode; // the value it holds (kNoNode: a scan's scratch)
@@ -68,6 +69,10 @@ struct WorkspaceBuffer {
   bool fixed = false;     // no rows for steps 0..T-1: only the padding (initial-state gradients, chunk scratch)
   bool stepLocal = false; // written and read within one step of a loop: B rows, reused every step
   int ring = 0;           // read only by its loop, at most ring - 1 steps back: a ring of `ring` steps' rows (0: no ring)
+  /// A final state's seed, zero but at the last `lastSteps` steps and read
+  /// only by loops run step by step: slot 0 holds the zeros every earlier
+  /// step reads, slots 1 .. lastSteps steps T - lastSteps .. T - 1 (0: all T).
+  int lastSteps = 0;
   int shares = -1;        // the buffer whose memory it reuses (their lives do not overlap), or -1
   bool scratch = false;   // a scan's own memory (chunk aggregates, carries, Newton's coefficients)
   bool saved = false;     // a forward value backward reads: kept for every step
@@ -76,10 +81,12 @@ struct WorkspaceBuffer {
   /// Bytes of one element: 2 when half, else 4 (float32; an int32 index takes as much).
   int64_t elementBytes() const { return half ? 2 : 4; }
 
-  /// Rows per step of T: 1, or 0 when fixed, step-local or a ring.
-  int64_t rowsPerStep() const { return fixed || stepLocal || ring ? 0 : 1; }
-  /// Rows that do not grow with T: the padding, one step, or the ring's steps.
-  int64_t fixedRows() const { return stepLocal ? 1 : ring ? ring : padBefore + padAfter; }
+  /// Rows per step of T: 1, or 0 when fixed, step-local, a ring or a seed's last steps.
+  int64_t rowsPerStep() const { return fixed || stepLocal || ring || lastSteps ? 0 : 1; }
+  /// Rows that do not grow with T: the padding, one step, the ring's steps, or the seed's steps and zeros.
+  int64_t fixedRows() const {
+    return stepLocal ? 1 : ring ? ring : lastSteps ? lastSteps + 1 : padBefore + padAfter;
+  }
   /// Per sequence, in float32 where not half (f64 doubles them).
   int64_t bytesPerStep() const { return elementBytes() * width * rowsPerStep(); }
   int64_t fixedBytes() const { return elementBytes() * width * fixedRows(); }

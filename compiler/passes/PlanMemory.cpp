@@ -27,7 +27,10 @@
 //    padding) or a ring of k + 1 steps (read up to k steps back); so does
 //    one the initial-state gradients also read, when they load only steps
 //    the loop (backward in time) wrote last, which the ring still holds;
-//    ports, inputs and indices keep all T, and so does every other value.
+//    ports, inputs and indices keep all T, and so does every other value,
+//    but for a final state's seed read only by loops run step by step: zero
+//    but at its state's last k steps, it keeps those k steps and one step of
+//    zeros that the steps before them read (the loops find the slot from T).
 // 7. Storage (--dtype bf16|f16): a buffer that keeps every step is stored in
 //    16 bits, computed in float, unless it is read at a delay (a recurrent
 //    state: rounding it at every step would compound, so it stays float, as
@@ -64,7 +67,11 @@
 namespace rnnc {
 
 std::string bufferSteps(const WorkspaceBuffer &b) {
-  return b.fixed ? "none" : b.stepLocal ? "one" : b.ring ? fmt::format("ring of {}", b.ring) : "T";
+  return b.fixed       ? "none"
+         : b.stepLocal ? "one"
+         : b.ring      ? fmt::format("ring of {}", b.ring)
+         : b.lastSteps ? fmt::format("last {}", b.lastSteps)
+                       : "T";
 }
 
 std::string bufferRows(const WorkspaceBuffer &b) {
@@ -134,6 +141,7 @@ private:
   void read(const std::optional<Load> &l, int stage, int at, bool backward);
   void write(int buffer, int stage, int at);
   void keepSteps();
+  void keepSeedSteps();
   void chooseStorage();
   void share();
   void panels();
@@ -477,6 +485,21 @@ void MemoryPlanner::keepSteps() {
   }
 }
 
+void MemoryPlanner::keepSeedSteps() {
+  const auto &stages = c_.schedule.stages;
+  for (size_t b = 0; b < m_.buffers.size(); ++b) {
+    WorkspaceBuffer &buf = m_.buffers[b];
+    if (buf.node == kNoNode || buf.padBefore || buf.padAfter || a_.farthest[b] != 0 || a_.readers[b].empty()) continue;
+    const Node &n = g_.node(buf.node);
+    if (n.op != Op::Input || !n.backward || n.name.rfind(kFinalSeedPrefix, 0) != 0) continue;
+    auto depth = depths_.find(n.name.substr(kFinalSeedPrefix.size()));
+    if (depth == depths_.end()) continue;
+    bool stepByStep = true; // each launch then covers one step's rows, whose slot the step gives
+    for (int s : a_.readers[b]) stepByStep &= s >= 0 && stages[s].loop && m_.scans[s].aggregates < 0;
+    if (stepByStep) buf.lastSteps = static_cast<int>(depth->second);
+  }
+}
+
 void MemoryPlanner::chooseStorage() {
   if (!isHalf(c_.dtype)) return;
   auto scan = [&](int stage) { return stage >= 0 && m_.scans[stage].aggregates >= 0; };
@@ -492,7 +515,7 @@ void MemoryPlanner::share() {
   std::vector<int> candidates;
   for (size_t b = 0; b < m_.buffers.size(); ++b) {
     const WorkspaceBuffer &buf = m_.buffers[b];
-    if (!ports_.count(static_cast<int>(b)) && !buf.fixed && !buf.stepLocal && !buf.ring && !buf.index && buf.input < 0 &&
+    if (!ports_.count(static_cast<int>(b)) && buf.rowsPerStep() && !buf.index && buf.input < 0 &&
         a_.last[b] >= 0)
       candidates.push_back(static_cast<int>(b));
   }
@@ -614,6 +637,7 @@ void MemoryPlanner::plan() {
   padDelays();    // 4
   trace();        // 4, 5
   keepSteps();    // 6
+  keepSeedSteps(); // 6
   chooseStorage(); // 7
   share();        // 8
   figures();      // 9

@@ -177,7 +177,7 @@ TEST_CASE("plan-memory: a value only its loop reads k steps back keeps a ring of
   CHECK(rings == 1);
   // What they read at step -1, before the first, of a backward value (the
   // seeds, dc's term of the same step) is the zero padding: no load at all,
-  // so that term stays a local of the loop's kernel and the seeds keep T rows.
+  // so that term stays a local of the loop's kernel and the seeds need no padding.
   int zeros = 0;
   for (const auto &[node, input] : all->m().initialZeros) {
     const Edge &e = all->c.graph.node(node).inputs[input];
@@ -195,6 +195,48 @@ TEST_CASE("plan-memory: a value only its loop reads k steps back keeps a ring of
   CHECK(bufferRows(state->of("a")) == "T + 2");
   CHECK(state->product("U").stepLocal);
   CHECK(planned(kRing, Backward::All)->of("a").saved);
+}
+
+/// The buffers of the final states' seeds, by state.
+std::map<std::string, const WorkspaceBuffer *> finalSeeds(const Planned &p) {
+  std::map<std::string, const WorkspaceBuffer *> out;
+  for (const WorkspaceBuffer &b : p.m().buffers) {
+    const std::string &name = b.node == kNoNode ? "" : p.c.graph.node(b.node).name;
+    if (name.rfind(kFinalSeedPrefix, 0) == 0) out[name.substr(kFinalSeedPrefix.size())] = &b;
+  }
+  return out;
+}
+
+TEST_CASE("plan-memory: a final state's seed keeps its last steps and one step of zeros", "[passes][memory]") {
+  // Zero but at the last step: the LSTM's two seeds keep that step (slot 1)
+  // and the zeros every other step reads (slot 0), not T rows.
+  auto lstm = planned(test::kLstmSource, Backward::All);
+  auto seeds = finalSeeds(*lstm);
+  REQUIRE(seeds.size() == 2);
+  for (const auto &[state, b] : seeds) {
+    CHECK(b->lastSteps == 1);
+    CHECK(b->rowsPerStep() == 0);
+    CHECK(b->fixedBytes() == 2 * 128 * 4);
+    CHECK(bufferSteps(*b) == "last 1");
+  }
+  // A seed read by a loop that runs in parallel over time (minGRU's scan,
+  // whose chunks run at once) keeps every step; run step by step, its last.
+  auto scan = finalSeeds(*planned(kMinGru, Backward::All));
+  REQUIRE(scan.size() == 1);
+  CHECK(scan.begin()->second->lastSteps == 0);
+  CHECK(scan.begin()->second->rowsPerStep() == 1);
+  auto stepwise = finalSeeds(*planned(kMinGru, Backward::All, TimeParallelMode::Off));
+  REQUIRE(stepwise.size() == 1);
+  CHECK(stepwise.begin()->second->lastSteps == 1);
+  // The slots: steps T - k .. T - 1 in 1 .. k, every earlier step in 0; with
+  // T < k the steps are the last T slots.
+  using rnnc::host::seed_slot;
+  CHECK(seed_slot(0, 5, 2) == 0);
+  CHECK(seed_slot(2, 5, 2) == 0);
+  CHECK(seed_slot(3, 5, 2) == 1);
+  CHECK(seed_slot(4, 5, 2) == 2);
+  CHECK(seed_slot(0, 1, 2) == 2);
+  CHECK(seed_slot(99, 100, 1) == 1);
 }
 
 TEST_CASE("plan-memory: gate gradients summed after the loop rise into it and keep one step", "[passes][memory]") {
@@ -235,8 +277,9 @@ TEST_CASE("plan-memory: --dtype bf16 stores what keeps every step in 16 bits, bu
     CHECK(b.bytesPerStep() == (b.half ? 2 : 4) * b.width * b.rowsPerStep());
   }
   // x, W_ih·x, the four gate values and tanh(c) backward reads, the output's
-  // seed, the final states' seeds, dx and the gate gradients (sharing W_ih·x's memory).
-  CHECK(half == 12);
+  // seed, dx and the gate gradients (sharing W_ih·x's memory). The final
+  // states' seeds keep two steps' rows, in float.
+  CHECK(half == 10);
   // c and h are read one step back (their padding holds the initial state): float.
   CHECK_FALSE(bf16->of("c").half);
   CHECK_FALSE(bf16->of("h").half);

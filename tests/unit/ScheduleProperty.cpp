@@ -294,7 +294,7 @@ std::vector<std::string> memoryViolations(const Compilation &c) {
   int64_t saved = 0, bytes = 0, fixed = 0, unshared = 0;
   for (size_t b = 0; b < m.buffers.size(); ++b) {
     const WorkspaceBuffer &buf = m.buffers[b];
-    if (buf.fixed + buf.stepLocal + (buf.ring > 0) > 1) bad(fmt::format("memory: {} keeps steps in two ways", buf.name));
+    if (buf.fixed + buf.stepLocal + (buf.ring > 0) + (buf.lastSteps > 0) > 1) bad(fmt::format("memory: {} keeps steps in two ways", buf.name));
     if (buf.node != kNoNode && !buf.fixed && m.bufferOf[buf.node] != static_cast<int>(b))
       bad(fmt::format("memory: {} holds %{}, whose buffer is another", buf.name, buf.node));
     if (buf.saved && (buf.rowsPerStep() != 1 || g.node(buf.node).backward))

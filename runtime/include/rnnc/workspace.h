@@ -280,6 +280,10 @@ private:
 /// The slot of `step` in a ring of `ring` steps (steps before the first wrap around).
 inline int64_t ring_slot(int64_t step, int64_t ring) { return ((step % ring) + ring) % ring; }
 
+/// The slot of `step` in a final state's seed of T steps that keeps its last
+/// k: 1 .. k for steps T - k .. T - 1, else 0, whose rows hold zeros.
+inline int64_t seed_slot(int64_t step, int64_t T, int64_t k) { return step >= T - k ? step - (T - k) + 1 : 0; }
+
 /// The mean of n values, summed in double.
 template <class E> inline double mean_of(const E *a, int64_t n) {
   double s = 0;
