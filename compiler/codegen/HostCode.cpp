@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <string>
+#include <vector>
 
 namespace rnnc::codegen {
 
@@ -35,6 +37,9 @@ private:
   void readers();
   void paddingClears(bool backward);
   void inputCopies();
+  /// A state's last `depth` steps copied to `out`: one call from all T
+  /// steps' rows, one per step from a ring (their slots may wrap around).
+  std::vector<std::string> finalStateReads(const PortIR &s, const std::string &out, bool reader) const;
   void seedCopies();
   void results();
   void stateSeedCopies();
@@ -114,14 +119,36 @@ void HostPrinter::results() {
   }
   for (size_t k = 0; k < p_.states.size(); ++k) {
     const PortIR &s = p_.states[k];
-    const Buffer &b = p_.buffers[s.buffer];
-    guarded(fmt::format("final_states && final_states[{}]", k),
-            t_.rows(fmt::format("read_rows(ws.{}, {} + T - {}, {}, B, {}, static_cast<{} *>(final_states[{}])", b.name,
-                                b.padBefore, s.depth, s.depth, b.width, port(b), k)));
+    std::vector<std::string> reads =
+        finalStateReads(s, fmt::format("static_cast<{} *>(final_states[{}])", port(p_.buffers[s.buffer]), k), false);
+    const std::string asked = fmt::format("final_states && final_states[{}]", k);
+    if (reads.size() == 1) {
+      guarded(asked, reads.front());
+      continue;
+    }
+    w_.open("if ({}) {{", asked);
+    for (const std::string &read : reads) w_.line("{}", read);
+    w_.close();
   }
   w_.line("if (loss)").indent();
   t_.lossInto(w_, p_.lossBuffer >= 0 ? &p_.buffers[p_.lossBuffer] : nullptr);
   w_.dedent();
+}
+
+std::vector<std::string> HostPrinter::finalStateReads(const PortIR &s, const std::string &out, bool reader) const {
+  const Buffer &b = p_.buffers[s.buffer];
+  if (!b.ring)
+    return {t_.rows(fmt::format("read_rows(ws.{}, {} + T - {}, {}, B, {}, {}", b.name, b.padBefore, s.depth, s.depth,
+                                b.width, out),
+                    reader)};
+  std::vector<std::string> reads;
+  for (int64_t step = 0; step < s.depth; ++step) {
+    std::string at = step ? fmt::format("{} + {} * B * {}", out, step, b.width) : out;
+    reads.push_back(t_.rows(
+        fmt::format("read_rows(ws.{}, ring_slot(T - {}, {}), 1, B, {}, {}", b.name, s.depth - step, b.ring, b.width, at),
+        reader));
+  }
+  return reads;
 }
 
 void HostPrinter::backward() {
@@ -182,9 +209,12 @@ void HostPrinter::inputCopies() {
   for (size_t k = 0; k < p_.states.size(); ++k) {
     const PortIR &s = p_.states[k];
     const Buffer &b = p_.buffers[s.buffer];
+    // Steps -depth .. -1: the padding's rows, or a ring's slots 1 .. depth.
+    const int64_t first = b.ring ? 1 : b.padBefore - s.depth;
+    RNNC_ASSERT(!b.ring || b.ring == s.depth + 1, b.name + ": a state's ring holds its depth and one step");
     guarded(fmt::format("states && states[{}]", k),
-            t_.rows(fmt::format("copy_rows(ws.{}, {}, static_cast<const {} *>(states[{}]), {}, B, {}", b.name,
-                                b.padBefore - s.depth, port(b), k, s.depth, b.width)));
+            t_.rows(fmt::format("copy_rows(ws.{}, {}, static_cast<const {} *>(states[{}]), {}, B, {}", b.name, first,
+                                port(b), k, s.depth, b.width)));
   }
 }
 
@@ -282,11 +312,9 @@ void HostPrinter::readers() {
   w_.line("switch (k) {{");
   for (size_t k = 0; k < p_.states.size(); ++k) {
     const PortIR &s = p_.states[k];
-    const Buffer &b = p_.buffers[s.buffer];
     w_.line("case {}:", k).indent();
-    w_.line("{}", t_.rows(fmt::format("read_rows(ws.{}, {} + T - {}, {}, B, {}, static_cast<{} *>(out)", b.name,
-                                      b.padBefore, s.depth, s.depth, b.width, port(b)),
-                          true));
+    for (const std::string &read : finalStateReads(s, fmt::format("static_cast<{} *>(out)", port(p_.buffers[s.buffer])), true))
+      w_.line("{}", read);
     w_.line("break;").dedent();
   }
   w_.line("}}").close().blank();

@@ -397,8 +397,11 @@ void ProgramBuilder::checkMemory() const {
     const Buffer &buf = p_.buffers[b];
     RNNC_ASSERT(!(buf.stepLocal || buf.ring) || (writer[b] >= 0 && p_.stages[writer[b]].scan.plan == LoopPlan::Sequential),
                 buf.name + ": fewer than T steps, not written by a loop that runs step by step");
+    const bool stateRing = buf.ring && std::any_of(p_.states.begin(), p_.states.end(), [&](const PortIR &s) {
+      return s.buffer == static_cast<int>(b);
+    });
     RNNC_ASSERT(!ports.count(static_cast<int>(b)) || (buf.rowsPerStep() == 1 && buf.shares < 0) || buf.fixed ||
-                    buf.lastSteps,
+                    buf.lastSteps || stateRing,
                 buf.name + ": a port's buffer must keep every step, in memory of its own");
     int owner = static_cast<int>(b);
     while (p_.buffers[owner].shares >= 0) owner = p_.buffers[owner].shares;

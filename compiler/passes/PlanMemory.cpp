@@ -27,7 +27,10 @@
 //    padding) or a ring of k + 1 steps (read up to k steps back); so does
 //    one the initial-state gradients also read, when they load only steps
 //    the loop (backward in time) wrote last, which the ring still holds;
-//    ports, inputs and indices keep all T, and so does every other value,
+//    so does a state that only its loop reads (its ring's slots of steps
+//    -k .. -1 take the initial state, the final state is read from the slots
+//    of steps T - k .. T - 1: a forward-only LSTM's c); other ports, inputs
+//    and indices keep all T, and so does every other value,
 //    but for a final state's seed read only by loops run step by step: zero
 //    but at its state's last k steps, it keeps those k steps and one step of
 //    zeros that the steps before them read (the loops find the slot from T).
@@ -154,6 +157,10 @@ private:
   std::vector<int> stageOf_; // node -> stage, -1
   std::vector<bool> stored_;
   std::set<int> ports_; // buffers a port reads or writes: all T, never shared
+  /// Of those, the ports that read their buffer at every step or that backward
+  /// or the host writes: all but the states', whose initial and final steps
+  /// alone the host reads and writes (a ring holds them: step 6).
+  std::set<int> everyStepPorts_;
   std::map<std::string, int64_t> depths_; // per state: the steps before the first it is read at
   Accesses a_;
 };
@@ -333,13 +340,15 @@ void MemoryPlanner::pinPorts() {
   };
   for (const GraphPort &p : g_.inputs) port(p.value);
   for (const GraphPort &p : g_.outputs) port(p.value);
-  for (const auto &[name, id] : g_.states()) port(Edge(id));
   for (const GraphPort &p : g_.grads.seeds)
     if (p.name != "loss") port(p.value);
   for (const GraphPort &p : g_.grads.inputs) port(p.value);
   for (const auto &[state, b] : m_.initialStateGradients) ports_.insert(b);
   if (g_.loss) ports_.insert(m_.bufferOf[*g_.loss]);
+  everyStepPorts_ = ports_;
+  for (const auto &[name, id] : g_.states()) port(Edge(id));
   ports_.erase(-1); // ports whose value is a param or a constant
+  everyStepPorts_.erase(-1);
 }
 
 void MemoryPlanner::padDelays() {
@@ -458,12 +467,12 @@ void MemoryPlanner::keepSteps() {
   for (size_t b = 0; b < m_.buffers.size(); ++b) {
     WorkspaceBuffer &buf = m_.buffers[b];
     int stage = a_.writer[b];
-    if (buf.fixed || buf.input >= 0 || buf.index || ports_.count(static_cast<int>(b)) || stage < 0 ||
+    if (buf.fixed || buf.input >= 0 || buf.index || everyStepPorts_.count(static_cast<int>(b)) || stage < 0 ||
         !stages[stage].loop || m_.scans[stage].aggregates >= 0) // a scan's chunks run at once
       continue;
     bool onlyItsLoop = true;
     for (int s : a_.readers[b]) onlyItsLoop &= s == stage || s == -1;
-    if (!onlyItsLoop) continue;
+    if (!onlyItsLoop || (ports_.count(static_cast<int>(b)) && buf.padAfter)) continue;
     // One step's rows, or a ring of the steps the loop reads back (its
     // padding is zeros, which the ring starts with).
     int64_t ring = a_.farthest[b] + 1;

@@ -185,26 +185,28 @@ def forward_only_builds(m):
 @pytest.mark.parametrize("mode", ["no_grad", "inference_mode", "no_requires_grad"])
 def test_inference_runs_the_forward_only_build(mode):
     """Without autograd, forward runs the --forward-only build: the same numbers as the training
-    build, in a smaller workspace."""
+    build, in a smaller workspace (there c, which only its loop reads, keeps a ring of two steps
+    that takes the initial state and gives the final one)."""
     torch.manual_seed(7)
     m = rnnc.load(sample("lstm.rnn"), I=16, H=32)
     x = torch.randn(20, 4, 16)
-    h0 = torch.randn(1, 4, 32)
-    y_train, f_train = m(x, state={"h": h0})  # the params require grad: the training build
+    state = {"h": torch.randn(1, 4, 32), "c": torch.randn(1, 4, 32)}
+    y_train, f_train = m(x, state=state)  # the params require grad: the training build
     assert y_train.requires_grad and not forward_only_builds(m)
     if mode == "no_grad":
         with torch.no_grad():
-            y, final = m(x, state={"h": h0})
+            y, final = m(x, state=state)
     elif mode == "inference_mode":
         with torch.inference_mode():
-            y, final = m(x, state={"h": h0})
+            y, final = m(x, state=state)
     else:
         m.requires_grad_(False)
-        y, final = m(x, state={"h": h0})
+        y, final = m(x, state=state)
     assert forward_only_builds(m), "the forward-only build did not run"
     lib = m._libs[forward_only_builds(m)[0]]
     assert not lib.has_backward
     assert torch.equal(y, y_train.detach())
+    assert sorted(final) == ["c", "h"]
     for k in final:
         assert torch.equal(final[k], f_train[k].detach())
     train, infer = m.workspace_bytes(20, 4), m.workspace_bytes(20, 4, forward_only=True)

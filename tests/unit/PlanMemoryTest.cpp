@@ -103,16 +103,17 @@ TEST_CASE("plan-memory: the LSTM forward, by hand", "[passes][memory]") {
   // x (an input) and W_ih @ x (the hoisted GEMM, read by the loop) keep every
   // step; W_hh @ h[t-1] and the gates' sum (read by the slices' sweeps, the
   // slices being views) are written and read within one step of the loop;
-  // c and h are read at t-1 and are ports: T + 1 rows.
+  // h is read at t-1 and is the output: T + 1 rows; c is read at t-1 by its
+  // loop alone: a ring of two steps, which holds its initial and final steps.
   CHECK(r->m().buffers.size() == 6);
   CHECK(r->of("x").input == 0);
   CHECK(r->product("W_ih").rowsPerStep() == 1);
   CHECK(r->product("W_hh").stepLocal);
   CHECK(r->of("c").padBefore == 1);
-  CHECK(bufferRows(r->of("c")) == "T + 1");
+  CHECK(bufferRows(r->of("c")) == "2");
   CHECK(bufferRows(r->of("h")) == "T + 1");
-  CHECK(r->m().bytesPerStep == 4 * (64 + 512 + 128 + 128));
-  CHECK(r->m().fixedBytes == 4 * (512 + 512 + 128 + 128)); // two step-local buffers, c's and h's initial rows
+  CHECK(r->m().bytesPerStep == 4 * (64 + 512 + 128));
+  CHECK(r->m().fixedBytes == 4 * (512 + 512 + 2 * 128 + 128)); // two step-local buffers, c's ring, h's initial row
   CHECK(r->m().savedBytesPerStep == 0); // no backward pass compiled
 }
 
@@ -190,11 +191,30 @@ TEST_CASE("plan-memory: a value only its loop reads k steps back keeps a ring of
   CHECK(zeros >= 3); // dh's two seeds, dc's seed and its f·dc term
   for (const WorkspaceBuffer &b : all->m().buffers)
     if (b.node != kNoNode && all->c.graph.node(b.node).backward && !b.fixed) CHECK(b.padBefore == 0);
-  // A state is a port (its initial and final steps): a[t-2] gives it two steps of padding, all T kept.
-  auto state = planned(kRing, Backward::None);
+  // A state that backward reads keeps all T, with a[t-2]'s two steps of padding.
+  auto state = planned(kRing, Backward::All);
   CHECK(bufferRows(state->of("a")) == "T + 2");
+  CHECK(state->of("a").saved);
   CHECK(state->product("U").stepLocal);
-  CHECK(planned(kRing, Backward::All)->of("a").saved);
+}
+
+TEST_CASE("plan-memory: a state only its loop reads keeps a ring; its initial and final steps are the ring's",
+          "[passes][memory]") {
+  // Forward alone: the LSTM's c is no output and nothing after the loop
+  // reads it but the final state (a port the host reads at steps T - 1).
+  auto fwd = planned(test::kLstmSource, Backward::None);
+  CHECK(fwd->of("c").ring == 2);
+  CHECK(fwd->of("c").rowsPerStep() == 0);
+  CHECK(bufferRows(fwd->of("h")) == "T + 1"); // the output
+  // Backward reads c at every step: all T.
+  auto all = planned(test::kLstmSource, Backward::All);
+  CHECK(all->of("c").ring == 0);
+  CHECK(all->of("c").saved);
+  // a[t-2] of kRing: a ring of three steps, initial steps -2 and -1 in slots 1 and 2.
+  auto ring = planned(kRing, Backward::None);
+  CHECK(ring->of("a").ring == 3);
+  CHECK(rnnc::host::ring_slot(-2, 3) == 1);
+  CHECK(rnnc::host::ring_slot(-1, 3) == 2);
 }
 
 /// The buffers of the final states' seeds, by state.
