@@ -29,11 +29,11 @@
 //    the loop (backward in time) wrote last, which the ring still holds;
 //    so does a state that only its loop reads (its ring's slots of steps
 //    -k .. -1 take the initial state, the final state is read from the slots
-//    of steps T - k .. T - 1: a forward-only LSTM's c); other ports, inputs
-//    and indices keep all T, and so does every other value,
-//    but for a final state's seed read only by loops run step by step: zero
-//    but at its state's last k steps, it keeps those k steps and one step of
-//    zeros that the steps before them read (the loops find the slot from T).
+//    of steps T - k .. T - 1: a forward-only LSTM's c). A final state's seed
+//    that only loops run step by step read, zero but at its state's last k
+//    steps, keeps those k steps and one step of zeros that the steps before
+//    them read (the loops find the slot from T). Other ports, inputs and
+//    indices keep all T, and so does every other value.
 // 7. Storage (--dtype bf16|f16): a buffer that keeps every step is stored in
 //    16 bits, computed in float, unless it is read at a delay (a recurrent
 //    state: rounding it at every step would compound, so it stays float, as
@@ -156,7 +156,7 @@ private:
   std::vector<std::vector<std::pair<NodeId, size_t>>> users_;
   std::vector<int> stageOf_; // node -> stage, -1
   std::vector<bool> stored_;
-  std::set<int> ports_; // buffers a port reads or writes: all T, never shared
+  std::set<int> ports_; // buffers a port reads or writes: never shared
   /// Of those, the ports that read their buffer at every step or that backward
   /// or the host writes: all but the states', whose initial and final steps
   /// alone the host reads and writes (a ring holds them: step 6).
