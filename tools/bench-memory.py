@@ -4,10 +4,12 @@
 For each cell and B: the training bytes (workspace + params + gradients + Adam's two
 moments: `rnnc bench --json`'s training_bytes) and the target (the activations saved for
 backward, `rnnc show --stats --json`'s saved_bytes_per_step times T·B, plus 3 x params,
-+ 10 %). Memory is what the bundle allocates, exact: one run of each suffices, and the
-machine's load does not matter. With --baseline, an older rnnc's figures side by side.
++ 10 %). With --forward-only, the serving bytes instead (the forward-only build's workspace +
+params: `rnnc bench --forward-only --json`'s serving_bytes), which have no target. Memory is
+what the bundle allocates, exact: one run of each suffices, and the machine's load does not
+matter. With --baseline, an older rnnc's figures side by side.
 
-    python3 tools/bench-memory.py [--baseline OLD_RNNC] [--size 256] [--batch 1 8 32 64]
+    python3 tools/bench-memory.py [--baseline OLD_RNNC] [--forward-only] [--size 256] [--batch 1 8 32 64]
 """
 import argparse
 import json
@@ -17,14 +19,18 @@ import subprocess
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def figures(rnnc, cell, size, T, B):
+def figures(rnnc, cell, size, T, B, forward_only=False):
+    """(MB, target MB): training bytes and their target, or serving bytes and None."""
     sample = os.path.join(ROOT, "samples", f"{cell}.rnn")
     dims = ["-D", f"I={size}", "-D", f"H={size}"]
+    bench = subprocess.run([rnnc, "bench", sample, *dims, "--batch", str(B), "--seq", str(T), "--runs", "1",
+                            "--warmup", "0", "--json"] + (["--forward-only"] if forward_only else []),
+                           check=True, capture_output=True, text=True)
+    o = json.loads(bench.stdout)["optimized"]
+    if forward_only:
+        return o["serving_bytes"] / 1e6, None
     show = subprocess.run([rnnc, "show", sample, *dims, "--stats", "--json"], check=True, capture_output=True, text=True)
     saved = json.loads(show.stdout)["saved_bytes_per_step"]
-    bench = subprocess.run([rnnc, "bench", sample, *dims, "--batch", str(B), "--seq", str(T), "--runs", "1",
-                            "--warmup", "0", "--json"], check=True, capture_output=True, text=True)
-    o = json.loads(bench.stdout)["optimized"]
     return o["training_bytes"] / 1e6, (saved * T * B + 3 * o["param_bytes"]) * 1.1 / 1e6
 
 
@@ -36,18 +42,22 @@ def main():
     ap.add_argument("--size", type=int, default=256)
     ap.add_argument("--seq", type=int, default=100)
     ap.add_argument("--batch", type=int, nargs="+", default=[1, 8, 32, 64])
+    ap.add_argument("--forward-only", action="store_true", help="the serving bytes of the forward-only build")
     args = ap.parse_args()
-    before = "before MB | after MB | after / before | " if args.baseline else "training MB | "
+    what = "serving" if args.forward_only else "training"
+    before = "before MB | after MB | after / before | " if args.baseline else f"{what} MB | "
+    target = "" if args.forward_only else "target MB | vs target |"
     print(f"T = {args.seq}, I = H = {args.size}\n")
-    print(f"| cell | B | {before}target MB | vs target |")
-    print("|---|---:|" + "---:|" * (5 if args.baseline else 3))
+    print(f"| cell | B | {before}{target}")
+    print("|---|---:|" + "---:|" * ((3 if args.baseline else 1) + (0 if args.forward_only else 2)))
     for cell in args.cells:
         for B in args.batch:
-            now, target = figures(args.rnnc, cell, args.size, args.seq, B)
-            then = figures(args.baseline, cell, args.size, args.seq, B)[0] if args.baseline else None
+            now, goal = figures(args.rnnc, cell, args.size, args.seq, B, args.forward_only)
+            then = figures(args.baseline, cell, args.size, args.seq, B, args.forward_only)[0] if args.baseline else None
             old = f"{then:.1f} | " if then else ""
             ratio = f"{now / then:.2f} | " if then else ""
-            print(f"| {cell} | {B} | {old}{now:.1f} | {ratio}{target:.1f} | {now / target:.2f}x |", flush=True)
+            versus = "" if goal is None else f"{goal:.1f} | {now / goal:.2f}x |"
+            print(f"| {cell} | {B} | {old}{now:.1f} | {ratio}{versus}", flush=True)
 
 
 if __name__ == "__main__":

@@ -87,18 +87,23 @@ def test_from_torch_equals_cudnn(kind):
 
 @needs_gpu
 def test_cuda_on_a_side_stream_and_no_grad():
-    """The bundle runs on torch's current stream; under no_grad the forward-only build."""
+    """The bundle runs on torch's current stream; under no_grad the forward-only build (whose c
+    keeps a ring of two steps: the initial state goes in, the final one comes out)."""
     torch.manual_seed(2)
     ref = torch.nn.LSTM(8, 16).cuda()
     ours = rnnc.from_torch(ref).cuda()
     x = torch.randn(5, 3, 8, device="cuda")
+    h0, c0 = torch.randn(1, 3, 16, device="cuda"), torch.randn(1, 3, 16, device="cuda")
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(s), torch.no_grad():
-        y, _ = ours(x)
+        y, final = ours(x, state={"h": h0, "c": c0})
     torch.cuda.current_stream().wait_stream(s)
     assert any(k[3] for k in ours._libs)
-    assert rel(y, ref(x)[0].detach()) <= 1e-4
+    with torch.no_grad():
+        y_ref, (h_ref, c_ref) = ref(x, (h0, c0))
+    assert rel(y, y_ref) <= 1e-4
+    assert rel(final["h"], h_ref) <= 1e-4 and rel(final["c"], c_ref) <= 1e-4
 
 
 @needs_gpu
