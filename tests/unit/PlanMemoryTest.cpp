@@ -241,11 +241,13 @@ TEST_CASE("plan-memory: a final state's seed keeps its last steps and one step o
   }
   // A seed read by a loop that runs in parallel over time (minGRU's scan,
   // whose chunks run at once) keeps every step; run step by step, its last.
-  auto scan = finalSeeds(*planned(kMinGru, Backward::All));
+  auto minGru = planned(kMinGru, Backward::All); // finalSeeds points into it: it must outlive them
+  auto scan = finalSeeds(*minGru);
   REQUIRE(scan.size() == 1);
   CHECK(scan.begin()->second->lastSteps == 0);
   CHECK(scan.begin()->second->rowsPerStep() == 1);
-  auto stepwise = finalSeeds(*planned(kMinGru, Backward::All, TimeParallelMode::Off));
+  auto minGruOff = planned(kMinGru, Backward::All, TimeParallelMode::Off);
+  auto stepwise = finalSeeds(*minGruOff);
   REQUIRE(stepwise.size() == 1);
   CHECK(stepwise.begin()->second->lastSteps == 1);
   // The slots: steps T - k .. T - 1 in 1 .. k, every earlier step in 0; with
