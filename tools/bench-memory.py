@@ -48,7 +48,7 @@ def main():
     before = "before MB | after MB | after / before | " if args.baseline else f"{what} MB | "
     target = "" if args.forward_only else "target MB | vs target |"
     print(f"T = {args.seq}, I = H = {args.size}\n")
-    print(f"| cell | B | {before}{target}")
+    print(f"| cell | B | {before}{target}".rstrip())
     print("|---|---:|" + "---:|" * ((3 if args.baseline else 1) + (0 if args.forward_only else 2)))
     for cell in args.cells:
         for B in args.batch:
@@ -57,7 +57,7 @@ def main():
             old = f"{then:.1f} | " if then else ""
             ratio = f"{now / then:.2f} | " if then else ""
             versus = "" if goal is None else f"{goal:.1f} | {now / goal:.2f}x |"
-            print(f"| {cell} | {B} | {old}{now:.1f} | {ratio}{versus}", flush=True)
+            print(f"| {cell} | {B} | {old}{now:.1f} | {ratio}{versus}".rstrip(), flush=True)
 
 
 if __name__ == "__main__":
