@@ -13,6 +13,9 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DRNNC_SANITIZE=address,undefined -DRNNC_FUZZ=ON -DRNNC_WERROR=ON \
   -DRNNC_FUZZ_SECONDS="${RNNC_FUZZ_SECONDS:-60}" >/dev/null
 cmake --build "$build"
+# RNNC_SAN_BUILD_ONLY=1: configure and build, run nothing (tools/test.sh builds this tier while
+# the plain tier's tests run).
+if [ "${RNNC_SAN_BUILD_ONLY:-0}" = 1 ]; then exit 0; fi
 # RNNC_SANITIZER tells the tests that time or bound memory to allow for it.
 export RNNC_SANITIZER=1
 # The numeric tests' random cells: the plain tier runs them all (20 compiled,
@@ -34,6 +37,6 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_strin
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 # cuda-text (NVRTC, nvcc and ptxas on every sample's kernels, 1.5 minutes here) is the plain
 # tier's: the sanitized rnnc compiles every sample for CUDA in cuda-emulated already.
-ctest --test-dir "$build" --output-on-failure -LE fuzz -E '^cuda-text$' "$@"
+ctest --test-dir "$build" --output-on-failure -j "$(nproc)" -LE fuzz -E '^cuda-text$' "$@"
 # The fuzz targets run for a fixed time each, on one core: two at a time.
 ctest --test-dir "$build" --output-on-failure -L fuzz -j2 "$@"

@@ -10,8 +10,23 @@ cd "$(dirname "$0")/.."
 build=${RNNC_BUILD_DIR:-build}
 cmake -S . -B "$build" -G Ninja -DRNNC_WERROR=ON >/dev/null
 cmake --build "$build"
-ctest --test-dir "$build" --output-on-failure "$@"
+san_build=
 if [ "${RNNC_SKIP_SANITIZED:-0}" != 1 ]; then
+  # The sanitized tier's build starts now, at the lowest priority and in its own process
+  # group: it takes only the cores the plain tier's tests leave idle.
+  san_dir=${RNNC_SAN_BUILD_DIR:-build-san}
+  mkdir -p "$san_dir"
+  RNNC_SAN_BUILD_ONLY=1 setsid nice -n 19 bash tools/sanitize.sh >"$san_dir/background-build.log" 2>&1 &
+  san_build=$!
+  trap 'kill -- "-$san_build" 2>/dev/null || true' EXIT
+fi
+# -j: the suites that run their cases in parallel hold every core (PROCESSORS in
+# tests/CMakeLists.txt); the serial ones run beside each other.
+ctest --test-dir "$build" --output-on-failure -j "$(nproc)" "$@"
+if [ -n "$san_build" ]; then
+  # A failed background build is built again below, at normal priority, where it reports.
+  wait "$san_build" || echo "== the sanitized tier's background build failed ($san_dir/background-build.log)"
+  trap - EXIT
   echo "== the sanitized tier (AddressSanitizer, UBSan, fuzzing): tools/sanitize.sh"
   bash tools/sanitize.sh "$@"
 fi
