@@ -74,7 +74,11 @@ std::string CppPrinter::fusedKernel(const KernelIR &k) {
   if (!team) return out + "  }\n}\n";
   out += "  };\n";
   out += fmt::format("  if ((r1 - r0) * {} >= kParallelWork) {{\n", work);
-  out += "#pragma omp parallel for\n    for (int64_t r = r0; r < r1; ++r) row(r);\n";
+  // A kernel that folds the rows of stopped sequences deals the rows out in turn: the running
+  // rows (the first ones, lengths sorted longest first) then split evenly between the threads
+  // instead of falling to the first of them while the others copy carries (docs/lengths.md).
+  out += k.foldsStopped ? "#pragma omp parallel for schedule(static, 1)\n" : "#pragma omp parallel for\n";
+  out += "    for (int64_t r = r0; r < r1; ++r) row(r);\n";
   out += "  } else {\n    for (int64_t r = r0; r < r1; ++r) row(r);\n  }\n";
   return out + "}\n";
 }
@@ -155,11 +159,16 @@ std::string CppPrinter::libraryKernel(const KernelIR &k) {
     body = fmt::format("{}{};\n", in, weightGradient(p_, k, to + " - " + from, at(k.a, k.aDelay), at(k.b, k.bDelay)));
     break;
   case KernelIR::Kind::GradVector:
+    if (k.rows > 1) { // rnnc/workspace.h's, across the team when the rows are many
+      out += fmt::format("  // G[{}..] += sum over rows of d[r]\n", k.paramOffset);
+      body = fmt::format("{}column_sums({} - {}, {}, {}, G + {});\n", in, to, from, k.cols, at(k.a, k.aDelay),
+                         k.paramOffset);
+      break;
+    }
     body += fmt::format("{}const {} *d = {};\n", in, CPrinter::elementType(p_.buffers[k.a]), at(k.a, k.aDelay));
     body += fmt::format("{}real *g = G + {};\n", in, k.paramOffset);
     body += fmt::format("{}for (int64_t r = 0; r < {} - {}; ++r)\n", in, to, from);
-    body += fmt::format("{}  for (int64_t i = 0; i < {}; ++i) g[{}] += d[r * {} + i];\n", in, k.cols,
-                        k.rows == 1 ? "0" : "i", k.cols);
+    body += fmt::format("{}  for (int64_t i = 0; i < {}; ++i) g[0] += d[r * {} + i];\n", in, k.cols, k.cols);
     break;
   case KernelIR::Kind::GradEmbed:
     body += fmt::format("{}const {} *d = {};\n", in, CPrinter::elementType(p_.buffers[k.a]), at(k.a, k.aDelay));

@@ -1,9 +1,11 @@
 // The products' and weight gradients' kernels (runtime/include/rnnc/panels.h): every
 // instruction set this CPU has gives the bits of one fused multiply-add chain
 // per element, for any shape (rows past a tile, columns past a panel), both
-// orientations of W, float and double, and any number of threads.
+// orientations of W, float and double, and any number of threads; and the bias
+// gradients' column sums (rnnc/workspace.h), on one thread and on several.
 #include "rnnc/panels.h"
 #include "rnnc/half.h"
+#include "rnnc/workspace.h"
 
 #include <catch2/catch.hpp>
 #include <omp.h>
@@ -205,4 +207,25 @@ TEST_CASE("a 16-bit model's products round their float operands to 16 bits first
   };
   check(rnnc::bf16{});
   check(rnnc::f16{});
+}
+
+TEST_CASE("a bias's column sums have the same bits on one thread and on several", "[panels]") {
+  // 1000 columns: the threads' shares are whole 64-byte lines but the last, which is cut short.
+  const int64_t R = 300, width = 1000;
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal;
+  std::vector<float> d(static_cast<size_t>(R * width)), g0(static_cast<size_t>(width));
+  for (float &v : d) v = normal(rng);
+  for (float &v : g0) v = normal(rng);
+  std::vector<float> expected = g0, one = g0, many = g0;
+  for (int64_t i = 0; i < width; ++i)
+    for (int64_t r = 0; r < R; ++r) expected[i] += d[r * width + i]; // G's value plus one chain over r
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(1);
+  rnnc::host::column_sums(R, width, d.data(), one.data());
+  omp_set_num_threads(3);
+  rnnc::host::column_sums(R, width, d.data(), many.data());
+  omp_set_num_threads(threads);
+  CHECK(one == expected);
+  CHECK(many == expected);
 }

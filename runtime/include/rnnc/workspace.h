@@ -12,6 +12,9 @@
 #include <string>
 #include <utility>
 #include <vector>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 namespace rnnc::host {
 
@@ -147,6 +150,29 @@ template <class E, class S> inline void scatter_rows(const RowSpans &spans, cons
 #pragma omp parallel for schedule(static) if (n * width >= kParallelCopy)
 #endif
   for (int64_t k = 0; k < n; ++k) std::copy_n(packed + k * width, width, a + rows[k] * width);
+}
+
+/// A bias's gradient over R rows: g[i] += Σ_r d[r][i] for i < width ([R][width], 16-bit
+/// storage converted as it is read), each g[i] one chain of additions over r in order whatever
+/// the thread count: across the OpenMP team when the rows are many, each thread its own columns
+/// (whole 64-byte lines of floats), so both cores stream the gradients a weight's sums read.
+template <class S, class E> inline void column_sums(int64_t R, int64_t width, const S *d, E *g) {
+  const auto columns = [&](int64_t c0, int64_t c1) {
+    for (int64_t r = 0; r < R; ++r)
+      for (int64_t i = c0; i < c1; ++i) g[i] += d[r * width + i];
+  };
+#ifdef _OPENMP
+  if (R * width >= kParallelCopy && width >= 32) {
+#pragma omp parallel
+    {
+      const int64_t team = omp_get_num_threads(), me = omp_get_thread_num();
+      const int64_t per = ((width + 15) / 16 + team - 1) / team * 16;
+      columns(std::min(width, me * per), std::min(width, (me + 1) * per));
+    }
+    return;
+  }
+#endif
+  columns(0, width);
 }
 
 /// A product of every step at once over the running rows of [r0, r1) only,
