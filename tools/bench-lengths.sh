@@ -4,11 +4,15 @@
 # sequence T steps long, and with lengths uniform in [T/4, T] (`rnnc bench --min-length`), sorted
 # longest first (a packed batch) and in the order drawn (`--unsorted-lengths`).
 # Alternating rounds, one line each: forward ms, fwd+bwd ms, tokens/s, workspace MB.
-# usage: tools/bench-lengths.sh [RNNC] [ROUNDS] [DEVICE]   (DEVICE: cpu, the default, or cuda)
+# BASELINE (another rnnc, say main before a change) adds its full and uniform runs to each
+# round (`base-full`, `base-uniform`), for a before/after comparison on one noisy machine.
+# Ends with the medians of fwd+bwd and uniform / full of each build.
+# usage: tools/bench-lengths.sh [RNNC] [ROUNDS] [DEVICE] [BASELINE]   (DEVICE: cpu, the default, or cuda)
 set -euo pipefail
 rnnc=${1:-build/rnnc}
 rounds=${2:-5}
 device=${3:-cpu}
+baseline=${4:-}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export RNNC_CACHE=$work/cache
@@ -22,4 +26,22 @@ for r in $(seq "$rounds"); do
   echo "$r full $("$rnnc" bench "${args[@]}" --runs 10 --min-length 100 | grep optimized | sed 's/ *optimized *//')"
   echo "$r uniform $("$rnnc" bench "${args[@]}" --runs 10 --min-length 25 | grep optimized | sed 's/ *optimized *//')"
   echo "$r unsorted $("$rnnc" bench "${args[@]}" --runs 10 --min-length 25 --unsorted-lengths | grep optimized | sed 's/ *optimized *//')"
-done
+  if [ -n "$baseline" ]; then
+    echo "$r base-full $("$baseline" bench "${args[@]}" --runs 10 --min-length 100 | grep optimized | sed 's/ *optimized *//')"
+    echo "$r base-uniform $("$baseline" bench "${args[@]}" --runs 10 --min-length 25 | grep optimized | sed 's/ *optimized *//')"
+  fi
+done | tee "$work/rounds.txt"
+python3 - "$work/rounds.txt" <<'SUMMARY'
+import statistics, sys
+runs = {}
+for line in open(sys.argv[1]):
+    fields = line.split()
+    runs.setdefault(fields[1], []).append(float(fields[3]))  # fwd+bwd ms
+for build, prefix in (("this rnnc", ""), ("baseline", "base-")):
+    full, uniform = runs.get(prefix + "full"), runs.get(prefix + "uniform")
+    if full and uniform:
+        rounds = [u / f for u, f in zip(uniform, full)]
+        print(f"{build}: fwd+bwd medians full {statistics.median(full):.1f} ms, uniform "
+              f"{statistics.median(uniform):.1f} ms; uniform / full {statistics.median(uniform) / statistics.median(full):.3f}x "
+              f"(median of the rounds' ratios {statistics.median(rounds):.3f}x)")
+SUMMARY
