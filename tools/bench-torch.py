@@ -192,6 +192,24 @@ def main():
             print(f"| T={T} B={B} I=H={H} | {cxx:.1f} | {med['cpp layer']:.1f} | {med['cpp ops']:.1f} | "
                   f"{med['custom_op layer']:.1f} | {med['custom_op ops']:.1f} | {med['cpp layer'] - cxx:.1f} | "
                   f"{med['custom_op layer'] - cxx:.1f} |")
+    # The shape through the cpp layer, the input a batch of data (no grad: the bundle's
+    # backward gets no array for its gradient and skips W_ih^T·δ) and an input that wants one.
+    T, B, H = 100, 32, 256
+    m = rnnc.load(lstm, I=H, H=H)
+    gy = torch.randn(T, B, H)
+    data = {"x without grad": torch.randn(T, B, H), "x with grad": torch.randn(T, B, H, requires_grad=True)}
+
+    def step(x):
+        x.grad = None
+        y, _ = m(x)
+        y.backward(gy)
+
+    binding("cpp")
+    med = interleaved_medians({k: (lambda x=x: step(x)) for k, x in data.items()}, max(10, a.runs // 100), warmup=3)
+    print(f"\n| LSTM forward+backward, cpp layer, T={T} B={B} I=H={H} | ms (median of {max(10, a.runs // 100)}) |")
+    print("|---|---:|")
+    for name, us in med.items():
+        print(f"| {name} | {us / 1e3:.2f} |")
     if a.no_charlm:
         return
     # A training step of the charlm example's shape: embedding -> LSTM -> linear -> cross-entropy.

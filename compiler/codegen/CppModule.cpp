@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include <map>
 #include <set>
 
 namespace rnnc::codegen {
@@ -57,7 +58,11 @@ public:
   void stages(Writer &w, bool backward) override;
   void packPanels(Writer &w, bool backward) const;
   std::string launch(const KernelIR &k, const std::string &rows) const override {
-    return fmt::format("{}(ws, P, G, B, {});", k.name, rows);
+    return fmt::format("{}{}(ws, P, G, B, {});", wanted(k.inputGrad), k.name, rows);
+  }
+  /// "if (input_grads && input_grads[k]) " before what only input k's gradient needs ("" for -1).
+  static std::string wanted(int input) {
+    return input < 0 ? "" : fmt::format("if (input_grads && input_grads[{}]) ", input);
   }
   void fillState(Writer &w, const PortIR &g, const std::string &dst) const override {
     w.line("std::fill_n({}, {} * B * {}, {});", dst, g.depth, g.width, CPrinter::literal(g.leaf.value));
@@ -142,6 +147,16 @@ void CpuHost::definitions(Writer &w) {
 /// panels once, before the first stage: W for a Gemm kernel (its transpose is
 /// the right operand), W itself for a GemmT.
 void CpuHost::packPanels(Writer &w, bool backward) const {
+  // Panels only products of one input's gradient read are packed when the caller wants it.
+  std::map<int64_t, int> wantedBy; // panel offset -> that input's index, or -1
+  for (const StageIR &s : p_.stages)
+    if (s.backward == backward)
+      for (int at : s.kernels) {
+        const KernelIR &k = p_.kernels[at];
+        if (k.panelOffset < 0) continue;
+        auto [it, fresh] = wantedBy.emplace(k.panelOffset, k.inputGrad);
+        if (!fresh && it->second != k.inputGrad) it->second = -1;
+      }
   std::set<int64_t> packed;
   for (const StageIR &s : p_.stages) {
     if (s.backward != backward) continue;
@@ -150,7 +165,8 @@ void CpuHost::packPanels(Writer &w, bool backward) const {
       if (k.panelOffset < 0 || !packed.insert(k.panelOffset).second) continue;
       if (packed.size() == 1) w.line("// The products' weights, packed once per call (rnnc/panels.h).");
       const PanelShape s = panelShape(k);
-      w.line("pack_panels({}, {}, {}, {}, ws.panels + {});", s.transposed, s.n, s.depth, s.weight, k.panelOffset);
+      w.line("{}pack_panels({}, {}, {}, {}, ws.panels + {});", wanted(wantedBy.at(k.panelOffset)), s.transposed, s.n,
+             s.depth, s.weight, k.panelOffset);
     }
   }
 }

@@ -529,12 +529,44 @@ bool ProgramBuilder::build(std::string &error) {
   return true;
 }
 
+/// Marks the products whose one result is an input's gradient that no other
+/// launch reads (KernelIR::inputGrad): the only writer of the port's buffer,
+/// which nothing loads (the host copies it out).
+void markInputGradientProducts(Program &p) {
+  std::vector<int> writes(p.buffers.size()), reads(p.buffers.size());
+  auto count = [](std::vector<int> &n, int b) {
+    if (b >= 0) ++n[static_cast<size_t>(b)];
+  };
+  for (const KernelIR &k : p.kernels) {
+    forEachSweep(k, [&](const Sweep &sw) {
+      for (const Instr &in : sw.body) {
+        count(writes, in.store);
+        for (const Operand &o : in.args)
+          if (o.kind == Operand::Kind::Load) count(reads, o.buffer);
+      }
+    });
+    count(writes, k.out);
+    count(reads, k.a);
+    count(reads, k.b);
+  }
+  for (const StageIR &s : p.stages)
+    for (int b : s.scan.states) count(reads, b), count(writes, b);
+  for (size_t g = 0; g < p.inputGrads.size(); ++g) {
+    const int b = p.inputGrads[g].buffer;
+    if (b < 0 || writes[static_cast<size_t>(b)] != 1 || reads[static_cast<size_t>(b)] != 0) continue;
+    for (KernelIR &k : p.kernels)
+      if ((k.kind == KernelIR::Kind::Gemm || k.kind == KernelIR::Kind::GemmT) && k.out == b)
+        k.inputGrad = static_cast<int>(g);
+  }
+}
+
 } // namespace
 
 bool buildProgram(const Compilation &c, Program &out, std::string &error) {
   out = Program();
   if (!ProgramBuilder(c, out).build(error)) return false;
   if (c.optimize) storeConcatPiecesInPlace(out);
+  markInputGradientProducts(out);
   return true;
 }
 

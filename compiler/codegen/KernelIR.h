@@ -97,6 +97,10 @@ struct KernelIR {
   int64_t paramOffset = 0;    // W or G in the flat param (gradient) array
   bool dropped = false;       // W (G) is a dropped param's, at paramOffset in ws.dropped (ws.dropped_grad)
   int64_t panelOffset = -1;   // CPU, a loop's product: op(W) packed once per call at ws.panels + this
+  /// A product whose one result is input k's gradient (`W_ihᵀ · δ`), which no
+  /// other launch reads: the CPU's backward skips it when the caller passes no
+  /// array for that gradient (-1: always runs).
+  int inputGrad = -1;
   std::vector<NodeId> nodes;
   std::vector<SourceRange> equations; // the source lines it computes, in order, no duplicates
 };

@@ -178,6 +178,31 @@ def test_no_grad_and_batch_first():
     assert torch.equal(y, m(x.transpose(0, 1))[0].transpose(0, 1).detach())
 
 
+@pytest.mark.parametrize("binding", ["cpp", "custom_op"])
+@pytest.mark.parametrize("name", ["lstm.rnn", "gru.rnn"])
+def test_data_input_without_grad(binding, name):
+    """An input that does not require grad (a batch of data) gets no gradient, and the params'
+    gradients are the same bits as when it does (the C++ binding's backward passes no array
+    for it, so the generated code skips W_ih^T·δ: docs/torch.md)."""
+    from rnnc.torch import binding as use
+    before = use().name
+    try:
+        use(binding)
+        torch.manual_seed(3)
+        m = rnnc.load(sample(name), I=5, H=6)
+        x, g = torch.randn(7, 3, 5), torch.randn(7, 3, 6)
+        grads = []
+        for wants in (True, False):
+            m.zero_grad()
+            xi = x.clone().requires_grad_(wants)
+            (m(xi)[0] * g).sum().backward()
+            assert (xi.grad is not None) == wants
+            grads.append([p.grad.clone() for p in m.parameters()])
+        assert all(torch.equal(a, b) for a, b in zip(*grads))
+    finally:
+        use(before)
+
+
 def forward_only_builds(m):
     return [key for key in m._libs if key[3]]
 

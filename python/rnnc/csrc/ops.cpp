@@ -174,9 +174,11 @@ Tensor fullWorkspace(const Tensor &view) {
 
 // One ABI backward: the gradient of loss + sum <y, seed> + sum <s_final, state seed>, the
 // seeds scaled by `scale`. In place in the workspace `ws_` (whole), or on a copy if keepWs.
+// `wanted` (one per input; empty: every one) says which inputs' gradients to compute: the
+// others get no array, and the generated code skips their products (docs/runtime.md).
 std::vector<Tensor> backwardOnce(const rnnc_model *m, const Tensor &ws_, const Tensor &params,
                                  const std::vector<Tensor> &seeds, const std::vector<Tensor> &stateSeeds, double scale,
-                                 int64_t T, int64_t B, bool keepWs) {
+                                 int64_t T, int64_t B, bool keepWs, const std::vector<bool> &wanted) {
   auto real = params.options().dtype(realType(m));
   std::vector<Tensor> result;
   result.push_back(at::empty({m->param_elements}, real));
@@ -195,6 +197,7 @@ std::vector<Tensor> backwardOnce(const rnnc_model *m, const Tensor &ws_, const T
     bool reached = false;
     for (int j = 0; j < m->n_input_grads; ++j)
       reached |= std::string(m->input_grads[j].name) == m->inputs[k].name;
+    reached &= wanted.empty() || wanted[k];
     result.push_back(reached ? at::empty({T, B, elements(m->inputs[k])}, real) : at::empty({0}, real));
     ig.push_back(ptrOrNull(result.back()));
   }
@@ -215,7 +218,7 @@ std::vector<Tensor> backwardOnce(const rnnc_model *m, const Tensor &ws_, const T
 // runs it in place (inPlace true), and a later one on a workspace it runs forward for again.
 std::vector<Tensor> backwardImpl(int64_t model, const Tensor &wsView, const Tensor &params_,
                                  at::TensorList outputGrads, at::TensorList stateGrads, const Tensor &lossGrad,
-                                 int64_t T, int64_t B, bool inPlace) {
+                                 int64_t T, int64_t B, bool inPlace, const std::vector<bool> &wanted = {}) {
   const rnnc_model *m = lookup(model);
   TORCH_CHECK(m->has_backward, m->name, ": this is a forward-only build; it has no backward");
   auto dt = realType(m);
@@ -263,18 +266,18 @@ std::vector<Tensor> backwardImpl(int64_t model, const Tensor &wsView, const Tens
     stateSeeds[k] = g.to(dt).contiguous();
     anySeed = true;
   }
-  if (!m->has_loss) return backwardOnce(m, ws, params, seeds, stateSeeds, 1, T, B, keepWs);
+  if (!m->has_loss) return backwardOnce(m, ws, params, seeds, stateSeeds, 1, T, B, keepWs, wanted);
   double g = lossGrad.defined() && lossGrad.numel() ? lossGrad.item<double>() : 0.0;
-  if (g == 1.0) return backwardOnce(m, ws, params, seeds, stateSeeds, 1, T, B, keepWs);
+  if (g == 1.0) return backwardOnce(m, ws, params, seeds, stateSeeds, 1, T, B, keepWs, wanted);
   if (!anySeed) {
-    auto r = backwardOnce(m, ws, params, seeds, stateSeeds, 1, T, B, keepWs);
+    auto r = backwardOnce(m, ws, params, seeds, stateSeeds, 1, T, B, keepWs, wanted);
     for (Tensor &t : r) t.mul_(g);
     return r;
   }
   // The ABI's objective is loss + <seeds>: b(s) = dL + J's and b(2s) = dL + 2 J's,
   // so g dL + J's = g (2 b(s) - b(2s)) + b(2s) - b(s).
-  auto b1 = backwardOnce(m, ws, params, seeds, stateSeeds, 1, T, B, true);
-  auto b2 = backwardOnce(m, ws, params, seeds, stateSeeds, 2, T, B, keepWs);
+  auto b1 = backwardOnce(m, ws, params, seeds, stateSeeds, 1, T, B, true, wanted);
+  auto b2 = backwardOnce(m, ws, params, seeds, stateSeeds, 2, T, B, keepWs, wanted);
   for (size_t i = 0; i < b1.size(); ++i) b1[i] = g * (2 * b1[i] - b2[i]) + (b2[i] - b1[i]);
   return b1;
 }
@@ -369,7 +372,10 @@ public:
     for (int k = 0; k < m->n_states; ++k)
       sg.push_back(grads[m->n_outputs + k].defined() ? grads[m->n_outputs + k] : empty);
     const Tensor &lg = grads[m->n_outputs + m->n_states];
-    auto res = inPlace ? backwardImpl(model, ws, params, og, sg, lg.defined() ? lg : empty, T, B, true)
+    // An input that does not require grad (a batch of data) gets no gradient: its product is skipped.
+    std::vector<bool> wanted;
+    for (int64_t k = 0; k < nIn; ++k) wanted.push_back(saved[2 + k].requires_grad());
+    auto res = inPlace ? backwardImpl(model, ws, params, og, sg, lg.defined() ? lg : empty, T, B, true, wanted)
                        : callBackward(model, ws, params, og, sg, lg.defined() ? lg : empty, T, B);
     variable_list out;
     out.reserve(2 + nIn + nSt + 3);
