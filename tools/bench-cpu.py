@@ -136,18 +136,18 @@ def main():
             print(f"| {cell} | {B} | {o:.2f} | {lo:.2f}–{hi:.2f} | {m:.2f} | {min(base):.2f}–{max(base):.2f} | "
                   f"{m / o:.2f}x |")
         return 0
+    # Columns of a comparison that did not run (no oneDNN build, no --torch) are left out.
+    dnn_head = (" oneDNN ms |", " vs oneDNN |", "---:|---:|") if have_onednn else ("", "", "")
     torch_head = (" PyTorch ms | vs PyTorch |", "---:|---:|") if args.torch else ("", "")
-    if args.forward_only:
-        print(f"| cell | B | rnnc ms | rnnc range | -O0 ms | oneDNN ms | vs -O0 | vs oneDNN |{torch_head[0]} serving MB |")
-        print(f"|---|---:|---:|---:|---:|---:|---:|---:|{torch_head[1]}---:|")
-    else:
-        print(f"| cell | B | rnnc ms | rnnc range | -O0 ms | oneDNN ms | vs -O0 | vs oneDNN |{torch_head[0]} "
-              "training MB | target MB |")
-        print(f"|---|---:|---:|---:|---:|---:|---:|---:|{torch_head[1]}---:|---:|")
+    memory_head = (" serving MB |", "---:|") if args.forward_only else (" training MB | target MB |", "---:|---:|")
+    print(f"| cell | B | rnnc ms | rnnc range | -O0 ms |{dnn_head[0]} vs -O0 |{dnn_head[1]}{torch_head[0]}"
+          f"{memory_head[0]}")
+    print(f"|---|---:|---:|---:|---:|---:|{dnn_head[2]}{torch_head[1]}{memory_head[1]}")
     for cell, B, o, z, d, rz, rd, tb, tgt, lo, hi, _, p in rows:
+        dnn = (f" {d:.2f} |", f" {rd:.2f}x |") if have_onednn else ("", "")
         torch_cols = f" {p:.2f} | {p / o:.2f}x |" if args.torch else ""
         memory = f" {tb / 1e6:.1f} |" if args.forward_only else f" {tb / 1e6:.1f} | {tgt / 1e6:.1f} |"
-        print(f"| {cell} | {B} | {o:.2f} | {lo:.2f}–{hi:.2f} | {z:.2f} | {d:.2f} | {rz:.2f}x | {rd:.2f}x |"
+        print(f"| {cell} | {B} | {o:.2f} | {lo:.2f}–{hi:.2f} | {z:.2f} |{dnn[0]} {rz:.2f}x |{dnn[1]}"
               f"{torch_cols}{memory}")
 
 
