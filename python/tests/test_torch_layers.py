@@ -203,6 +203,19 @@ def test_data_input_without_grad(binding, name):
         use(before)
 
 
+def test_cpu_workspaces_kept_for_reuse_never_shared_while_held():
+    """The C++ binding keeps CPU workspaces for the next forward of their size
+    (csrc/ops.cpp's cpuWorkspace): three graphs alive at once each keep their own, and the
+    forwards after them, on workspaces handed out again, give the same gradients."""
+    torch.manual_seed(8)
+    m = rnnc.load(sample("lstm.rnn"), I=3, H=4)
+    xs = [torch.randn(5, 2, 3, requires_grad=True) for _ in range(3)]
+    ys = [m(x)[0] for x in xs]
+    grads = [torch.autograd.grad(y.sum(), x)[0] for y, x in zip(ys, xs)]
+    for x, g in zip(xs, grads):
+        assert torch.equal(torch.autograd.grad(m(x)[0].sum(), x)[0], g)
+
+
 def forward_only_builds(m):
     return [key for key in m._libs if key[3]]
 

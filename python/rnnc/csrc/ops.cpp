@@ -18,6 +18,7 @@
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <mutex>
 #include <string>
 #include <unordered_set>
@@ -106,6 +107,45 @@ void checkArgs(const rnnc_model *m, const Tensor &params, at::TensorList inputs,
   }
 }
 
+// CPU workspaces kept for the next forward of the same size. torch's CPU allocator takes a
+// large tensor fresh from the system (mmap) and gives it back when freed, so every forward
+// paid page faults and the kernel's zeroing on its whole workspace (a 49 MB one: 28 ms to
+// allocate and touch against 4 ms to touch one kept, on one core of an AMD EPYC). A workspace
+// whose storage nobody else holds (autograd let it go after backward) is handed out again;
+// at most kPooledFree unused ones are kept, the least recently used dropped first, and the
+// pool forgets its oldest entries past kPooled (a storage that Python code wrapped, with
+// `untyped_storage()`, stays referenced by its wrapper and never looks unused again).
+std::mutex poolMutex;
+std::vector<Tensor> pool; // whole CPU byte tensors, most recently used last
+constexpr size_t kPooledFree = 2, kPooled = 8;
+
+Tensor cpuWorkspace(int64_t bytes, const at::TensorOptions &options) {
+  std::lock_guard<std::mutex> lock(poolMutex);
+  auto unused = [](const Tensor &t) { return t.storage().use_count() == 1; };
+  Tensor ws; // a view of a pooled tensor: it holds the storage, so no other forward takes it
+  for (size_t i = pool.size(); i-- > 0 && !ws.defined();)
+    if (pool[i].numel() == bytes && unused(pool[i])) {
+      ws = pool[i].narrow(0, 0, bytes);
+      std::rotate(pool.begin() + static_cast<std::ptrdiff_t>(i), pool.begin() + static_cast<std::ptrdiff_t>(i) + 1,
+                  pool.end());
+    }
+  if (!ws.defined()) {
+    pool.push_back(at::empty({bytes}, options));
+    ws = pool.back().narrow(0, 0, bytes);
+  }
+  size_t free = 0;
+  for (const Tensor &t : pool) free += unused(t);
+  for (auto it = pool.begin(); it != pool.end() && free > kPooledFree;)
+    if (unused(*it)) {
+      it = pool.erase(it);
+      --free;
+    } else {
+      ++it;
+    }
+  if (pool.size() > kPooled) pool.erase(pool.begin(), pool.end() - kPooled);
+  return ws;
+}
+
 std::vector<Tensor> forwardKernel(int64_t model, const Tensor &params_, at::TensorList inputs, at::TensorList states,
                                   int64_t T, int64_t B, int64_t seed, const std::optional<Tensor> &lengths_,
                                   const std::optional<Tensor> &key) {
@@ -130,7 +170,8 @@ std::vector<Tensor> forwardKernel(int64_t model, const Tensor &params_, at::Tens
   Tensor params = params_.contiguous();
   int64_t wsBytes = m->workspace_bytes(T, B);
   TORCH_CHECK(wsBytes > 0, m->name, ": no workspace for T=", T, ", B=", B, " (too large)");
-  Tensor ws = at::empty({wsBytes}, params.options().dtype(at::kByte));
+  Tensor ws = params.is_cpu() ? cpuWorkspace(wsBytes, params.options().dtype(at::kByte))
+                               : at::empty({wsBytes}, params.options().dtype(at::kByte));
   std::vector<Tensor> result;
   result.reserve(m->n_outputs + m->n_states + 2);
   std::vector<void *> outs, finals;
