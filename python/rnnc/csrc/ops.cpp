@@ -109,8 +109,8 @@ void checkArgs(const rnnc_model *m, const Tensor &params, at::TensorList inputs,
 
 // CPU workspaces kept for the next forward of the same size. torch's CPU allocator takes a
 // large tensor fresh from the system (mmap) and gives it back when freed, so every forward
-// paid page faults and the kernel's zeroing on its whole workspace (a 49 MB one: 28 ms to
-// allocate and touch against 4 ms to touch one kept, on one core of an AMD EPYC). A workspace
+// paid page faults and the kernel's zeroing on its whole workspace (a 49 MB one: 16-23 ms to
+// allocate and write against 2.3-3.0 ms to write one kept; tools/bench-torch.py --issue-shape-only). A workspace
 // whose storage nobody else holds (autograd let it go after backward) is handed out again;
 // at most kPooledFree unused ones are kept, the least recently used dropped first, and the
 // pool forgets its oldest entries past kPooled (a storage that Python code wrapped, with
