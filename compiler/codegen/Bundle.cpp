@@ -199,6 +199,7 @@ static nlohmann::json manifestOf(const Program &p, const SourceManager &sm, Targ
               {"steps", bufferSteps(b)}, {"dtype", b.index ? "int32" : b.half ? dtypeName(p.dtype) : "real"},
               {"backward", b.backward}};
     if (b.shares >= 0) e["shares"] = p.buffers[b.shares].name;
+    if (b.block) e["cpu_block"] = true;
     buffers.push_back(e);
   }
   m["buffers"] = buffers;
@@ -219,7 +220,13 @@ std::optional<Target> parseTarget(std::string_view name) {
   return std::nullopt;
 }
 
-Bundle printBundle(const Program &p, const SourceManager &sm, Target target, const CudaOptions *cuda) {
+Bundle printBundle(const Program &program, const SourceManager &sm, Target target, const CudaOptions *cuda) {
+  Program everyStep;
+  if (target == Target::Cuda) { // the CPU's blocks of steps are the CPU's
+    everyStep = program;
+    keepEveryStep(everyStep);
+  }
+  const Program &p = target == Target::Cuda ? everyStep : program;
   Bundle b;
   b.model = modelIdentifier(p.name);
   b.target = target;

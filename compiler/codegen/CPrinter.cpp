@@ -42,10 +42,11 @@ std::string CPrinter::rowOffset(const Buffer &b, int32_t delay, const std::strin
     if (row == "r0") return "0";
     return b.width == 1 ? fmt::format("({} - r0)", row) : fmt::format("({} - r0) * {}", row, b.width);
   }
-  if (b.ring || b.lastSteps) { // t = r0 / B in a loop's launch
+  if (b.ring || b.lastSteps || b.block) { // t = r0 / B in a loop's launch (a block's first step)
     std::string step = delay == 0 ? "r0 / B" : fmt::format("r0 / B {} {}", delay > 0 ? '-' : '+', std::abs(delay));
-    std::string slot = b.ring ? fmt::format("ring_slot({}, {}) * B", step, b.ring) // step t - delay: slot (t - delay) mod ring
-                              : fmt::format("seed_slot({}, ws.T, {}) * B", step, b.lastSteps); // zeros but at the last steps
+    std::string slot = b.ring    ? fmt::format("ring_slot({}, {}) * B", step, b.ring) // step t - delay: slot (t - delay) mod ring
+                       : b.block ? fmt::format("ring_slot({}, ws.block) * B", step) // blocks start at multiples of ws.block
+                                 : fmt::format("seed_slot({}, ws.T, {}) * B", step, b.lastSteps); // zeros but at the last steps
     if (row != "r0") slot = fmt::format("({} + ({} - r0))", slot, row);
     return b.width == 1 ? slot : fmt::format("{} * {}", slot, b.width);
   }

@@ -12,6 +12,7 @@
 
 #include <map>
 #include <set>
+#include <vector>
 
 namespace rnnc::codegen {
 
@@ -56,6 +57,8 @@ public:
     w.line("std::copy_n(G, {}, static_cast<store *>(param_grads));", p_.paramElements);
   }
   void stages(Writer &w, bool backward) override;
+  void blockedLoop(Writer &w, size_t at, const std::vector<size_t> &before, const std::vector<size_t> &after,
+                   const std::vector<int> &number) const;
   void packPanels(Writer &w, bool backward) const;
   std::string launch(const KernelIR &k, const std::string &rows) const override {
     return fmt::format("{}{}(ws, P, G, B, {});", wanted(k.inputGrad), k.name, rows);
@@ -172,25 +175,69 @@ void CpuHost::packPanels(Writer &w, bool backward) const {
 }
 
 /// The stages inline, each under a comment saying how it runs: a loop run in
-/// parallel over time is a call of its scan function.
+/// parallel over time is a call of its scan function; a loop with stages in
+/// blocks (StageIR::blockLoop) runs block by block, those stages over each
+/// block's rows before or after its steps.
 void CpuHost::stages(Writer &w, bool backward) {
   packPanels(w, backward);
+  std::vector<int> number(p_.stages.size(), 0); // as `rnnc show --schedule` counts them
   int index = 0;
+  for (size_t at = 0; at < p_.stages.size(); ++at)
+    if (p_.stages[at].backward == backward) number[at] = ++index;
   for (size_t at = 0; at < p_.stages.size(); ++at) {
     const StageIR &s = p_.stages[at];
-    if (s.backward != backward) continue;
-    ++index;
+    if (s.backward != backward || s.blockLoop >= 0) continue;
     const char *steps = s.direction > 0 ? "0 .. T-1" : "T-1 .. 0";
     if (s.loop && s.scan.plan != LoopPlan::Sequential) {
-      w.line("// Stage {}: a loop over time, t = {}, {}.", index, steps,
+      w.line("// Stage {}: a loop over time, t = {}, {}.", number[at], steps,
              s.scan.plan == LoopPlan::Newton ? "by Newton iterations of parallel scans" : "as a parallel scan");
       w.line("{}(ws, P, G, T, B);", CppScanPrinter::functionName(s, static_cast<int>(at)));
       continue;
     }
-    if (s.loop) w.line("// Stage {}: a loop over time, t = {}.", index, steps);
-    else w.line("// Stage {}: every step at once.", index);
+    std::vector<size_t> before, after;
+    for (size_t j = 0; j < p_.stages.size(); ++j)
+      if (p_.stages[j].blockLoop == static_cast<int>(at)) (j < at ? before : after).push_back(j);
+    if (s.loop && (!before.empty() || !after.empty())) {
+      blockedLoop(w, at, before, after, number);
+      continue;
+    }
+    if (s.loop) w.line("// Stage {}: a loop over time, t = {}.", number[at], steps);
+    else w.line("// Stage {}: every step at once.", number[at]);
     stageLaunches(w, p_, s, [&](const KernelIR &k, const std::string &rows) { return launch(k, rows); });
   }
+}
+
+/// Loop `at` in blocks of ws.block steps (the last one shorter), aligned to
+/// multiples of ws.block so each block fills its buffers from slot 0: the
+/// stages `before` over the block's rows, its steps, then those `after`.
+void CpuHost::blockedLoop(Writer &w, size_t at, const std::vector<size_t> &before, const std::vector<size_t> &after,
+                          const std::vector<int> &number) const {
+  const StageIR &s = p_.stages[at];
+  auto list = [&](const std::vector<size_t> &stages) {
+    std::string out;
+    for (size_t i = 0; i < stages.size(); ++i)
+      out += fmt::format("{}{}", i == 0 ? "" : i + 1 == stages.size() ? " and " : ", ", number[stages[i]]);
+    return fmt::format("{} {}", stages.size() == 1 ? "stage" : "stages", out);
+  };
+  std::string around;
+  if (!before.empty()) around += fmt::format("; {} over each block's steps first", list(before));
+  if (!after.empty()) around += fmt::format("; {} over them after", list(after));
+  w.line("// Stage {}: a loop over time, t = {}, in blocks of ws.block steps{}.", number[at],
+         s.direction > 0 ? "0 .. T-1" : "T-1 .. 0", around);
+  if (s.direction > 0) w.open("for (int64_t t0 = 0; t0 < T; t0 += ws.block) {{");
+  else w.open("for (int64_t t0 = (T - 1) / ws.block * ws.block; t0 >= 0; t0 -= ws.block) {{");
+  w.line("const int64_t t1 = std::min(T, t0 + ws.block);");
+  auto blockLaunches = [&](const std::vector<size_t> &stages) {
+    for (size_t j : stages)
+      for (int k : p_.stages[j].kernels) w.line("{}", launch(p_.kernels[k], "t0 * B, t1 * B"));
+  };
+  blockLaunches(before);
+  if (s.direction > 0) w.open("for (int64_t t = t0; t < t1; ++t) {{");
+  else w.open("for (int64_t t = t1 - 1; t >= t0; --t) {{");
+  for (int k : s.kernels) w.line("{}", launch(p_.kernels[k], "t * B, (t + 1) * B"));
+  w.close();
+  blockLaunches(after);
+  w.close();
 }
 
 } // namespace

@@ -13,7 +13,12 @@
 
 namespace rnnc::codegen {
 
-std::string rowsOf(const Buffer &b) { return bufferRows(b); }
+std::string rowsOf(const Buffer &b) { return b.block ? "block" : bufferRows(b); }
+
+/// Whether some buffer keeps a block of steps (the CPU): the layout needs block_steps.
+static bool blocks(const Program &p) {
+  return std::any_of(p.buffers.begin(), p.buffers.end(), [](const Buffer &b) { return b.block; });
+}
 
 /// Whether a final state's seed keeps only its last steps: its readers need T.
 static bool seedSlots(const Program &p) {
@@ -345,10 +350,13 @@ std::string workspaceStruct(const Program &p, const std::vector<std::string> &ex
            : b.stepLocal ? ": one step, reused"
            : b.ring ? ": a ring of the steps its loop reads back"
            : b.lastSteps ? ": a final state's seed, zeros then its last steps"
+           : b.block ? (b.shares >= 0 ? ": a block of its loop's steps, in " + p.buffers[b.shares].name + "'s memory"
+                                      : ": a block of its loop's steps")
            : b.shares >= 0 ? ": shares " + p.buffers[b.shares].name + "'s memory"
                            : "");
   for (const std::string &member : extraMembers) w.line("{}", member);
   if (seedSlots(p)) w.line("int64_t T; // the call's steps: which of them a final state's seed holds (seed_slot)");
+  if (blocks(p)) w.line("int64_t block; // steps in a block: block_steps(T, B), about RNNC_BLOCK_ROWS rows");
   if (p.hasMasks) w.line("unsigned *rng; // [4]: the masks' key (low, high), 1 in training, 0");
   if (!p.dropped.empty())
     w.line("{} *dropped; // [{}]: the dropped params (DropConnect), made by forward", portType(p), p.droppedElements);
@@ -367,8 +375,10 @@ std::string workspaceLayout(const Program &p, const std::vector<std::string> &ex
   w.open("int64_t layout(int64_t T, int64_t B, void *base, Workspace *ws) {{");
   w.line("Carver c(base, T, B);");
   if (seedSlots(p)) w.line("ws->T = T;");
+  if (blocks(p)) w.line("ws->block = block_steps(T, B);");
   for (const Buffer &b : p.buffers)
-    if (b.shares < 0)
+    if (b.shares < 0 && b.block) w.line("ws->{} = c.take<{}>(0, ws->block, {});", b.name, typeOf(b), b.width);
+    else if (b.shares < 0)
       w.line("ws->{} = c.take<{}>({}, {}, {});", b.name, typeOf(b), b.rowsPerStep(), b.fixedRows(), b.width);
   for (const Buffer &b : p.buffers)
     if (b.shares >= 0)

@@ -331,17 +331,26 @@ void ProgramBuilder::checkMemory() const {
   // stages, then the initial-state gradients (stage -1).
   size_t kernels = p_.kernels.size(), buffers = p_.buffers.size();
   std::vector<int> stageOf(kernels, -1), order(kernels, 0);
+  // A stage the CPU runs in blocks inside a loop also lives at the loop.
+  std::vector<int> stageOrder(p_.stages.size()), blockOrder(kernels, -1);
   int next = 0;
   for (bool backward : {false, true})
     for (size_t s = 0; s < p_.stages.size(); ++s) {
       if (p_.stages[s].backward != backward) continue;
+      stageOrder[s] = next++;
       for (int k : p_.stages[s].kernels) {
         stageOf[k] = static_cast<int>(s);
-        order[k] = next;
+        order[k] = stageOrder[s];
       }
-      ++next;
     }
+  for (size_t s = 0; s < p_.stages.size(); ++s)
+    if (p_.stages[s].blockLoop >= 0)
+      for (int k : p_.stages[s].kernels) blockOrder[k] = stageOrder[static_cast<size_t>(p_.stages[s].blockLoop)];
   for (int k : p_.epilogue) order[k] = next;
+  auto loopOf = [&](int s) { // the loop a stage runs in on the CPU, -1
+    const StageIR &st = p_.stages[static_cast<size_t>(s)];
+    return st.loop && st.scan.plan == LoopPlan::Sequential ? s : st.blockLoop;
+  };
   struct Load {
     int buffer, stage;
     int32_t delay;
@@ -350,8 +359,8 @@ void ProgramBuilder::checkMemory() const {
   std::vector<Load> loads;
   std::vector<int> writer(buffers, -2), first(buffers, INT_MAX), last(buffers, -1);
   auto touch = [&](int b, size_t k) {
-    first[b] = std::min(first[b], order[k]);
-    last[b] = std::max(last[b], order[k]);
+    first[b] = std::min({first[b], order[k], blockOrder[k] < 0 ? INT_MAX : blockOrder[k]});
+    last[b] = std::max({last[b], order[k], blockOrder[k]});
   };
   for (size_t k = 0; k < kernels; ++k) {
     const KernelIR &kernel = p_.kernels[k];
@@ -388,6 +397,10 @@ void ProgramBuilder::checkMemory() const {
                       l.delay == 0,
                   what + ": a seed that keeps its last steps, outside a loop run step by step");
     else RNNC_ASSERT(l.delay + l.before <= b.padBefore && -l.delay <= b.padAfter, what + ": past its padding");
+    if (b.block) // made and read block by block inside one loop, at the same step
+      RNNC_ASSERT(l.delay == 0 && l.stage >= 0 && writer[l.buffer] >= 0 &&
+                      loopOf(l.stage) == loopOf(writer[l.buffer]) && loopOf(l.stage) >= 0,
+                  what + ": a block of steps, outside its loop's blocks");
   }
   std::set<int> ports{p_.lossBuffer};
   for (const auto *list : {&p_.inputs, &p_.outputs, &p_.states, &p_.seeds, &p_.inputGrads, &p_.stateGrads, &p_.stateSeeds})
@@ -438,6 +451,7 @@ bool ProgramBuilder::build(std::string &error) {
     s.backward = stage.backward;
     s.stream = stage.stream;
     s.waits = stage.waits;
+    s.blockLoop = m_.blockLoop.empty() ? -1 : m_.blockLoop[p_.stages.size()];
     for (const Kernel &launchK : stage.kernels) {
       KernelIR k;
       k.perStep = stage.loop;
@@ -561,6 +575,11 @@ void markInputGradientProducts(Program &p) {
 }
 
 } // namespace
+
+void keepEveryStep(Program &p) {
+  for (Buffer &b : p.buffers) b.block = false;
+  for (StageIR &s : p.stages) s.blockLoop = -1;
+}
 
 bool buildProgram(const Compilation &c, Program &out, std::string &error) {
   out = Program();

@@ -143,6 +143,10 @@ struct StageIR {
   std::vector<int> waits; // stages (indices into Program::stages) on other streams it must wait for
   std::vector<int> kernels;
   ScanIR scan; // plan Sequential: the loop steps one t at a time
+  /// The CPU: the loop (index into Program::stages) this stage runs inside,
+  /// over the rows of each block of its steps, before them when it comes
+  /// first, after them when later (MemoryPlan::blockLoop); -1: in its place.
+  int blockLoop = -1;
 };
 
 /// A flat-array view of a param: its offset and element count.
@@ -209,6 +213,11 @@ struct Program {
 /// What the bundle calls the element type of its params and ports: `store`
 /// when they are 16 bits wide, else `real`.
 inline const char *portType(const Program &p) { return isHalf(p.dtype) ? "store" : "real"; }
+
+/// The CUDA bundle's program: every stage in its own place and every buffer
+/// keeping all T (a persistent loop reads its hoisted products for all T in
+/// one launch), not the CPU's blocks of steps (Buffer::block).
+void keepEveryStep(Program &p);
 
 /// Builds the kernel IR of a scheduled compilation whose memory is planned
 /// (c.memory), checking that its loads and stores fit the plan. Returns false

@@ -77,6 +77,11 @@ struct WorkspaceBuffer {
   bool scratch = false;   // a scan's own memory (chunk aggregates, carries, Newton's coefficients)
   bool saved = false;     // a forward value backward reads: kept for every step
   bool half = false;      // stored in 16 bits (--dtype bf16|f16; plan-memory's step 7 says which)
+  /// The CPU keeps one block of its loop's steps, min(T, block_steps(T, B))
+  /// rows of B (rnnc/workspace.h), not all T: its writer and every reader
+  /// run inside that loop, block by block, at the same step (plan-memory's
+  /// step 6, MemoryPlan::blockLoop). CUDA keeps every step (rowsPerStep 1).
+  bool block = false;
 
   /// Bytes of one element: 2 when half, else 4 (float32; an int32 index takes as much).
   int64_t elementBytes() const { return half ? 2 : 4; }
@@ -153,11 +158,21 @@ struct MemoryPlan {
   std::vector<int64_t> panelOffsetOf; // per node: its panels' offset in reals, -1
   int64_t panelElements = 0;          // reals, the larger of forward's and backward's
   static constexpr int64_t kPanelColumns = 16;
+  /// Per stage: the loop it runs inside on the CPU, once per block of that
+  /// loop's steps over the block's rows (before the block's steps when it
+  /// comes before the loop, after them when after), or -1: it runs in its
+  /// own place. Its buffers kept for a block are WorkspaceBuffer::block.
+  std::vector<int> blockLoop;
+  /// Rows a CPU block holds, about: block_steps(T, B) = min(T, ⌈kBlockRows / B⌉)
+  /// steps (rnnc/workspace.h's RNNC_BLOCK_ROWS; a multiple of the weight
+  /// gradients' 256-row chunks for B a power of two).
+  static constexpr int64_t kBlockRows = 512;
   // Per sequence, float32. Bytes of the buffers with memory of their own:
   int64_t bytesPerStep = 0;         // per step of T
   int64_t fixedBytes = 0;           // rows that do not grow with T
   int64_t unsharedBytesPerStep = 0; // the same per step without sharing
   int64_t savedBytesPerStep = 0;    // of those, forward values backward reads
+  int64_t blockBytesPerStep = 0;    // of those, what the CPU keeps a block of steps of instead
 };
 
 /// `--dtype`: what params, ports and the values kept for every step are

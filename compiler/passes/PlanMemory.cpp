@@ -34,6 +34,19 @@
 //    steps, keeps those k steps and one step of zeros that the steps before
 //    them read (the loops find the slot from T). Other ports, inputs and
 //    indices keep all T, and so does every other value.
+//    Blocks (the CPU): a time-parallel stage whose every stored value only
+//    one loop run step by step reads (and the stage itself), at the same
+//    step, runs inside that loop once per block of its steps, before them
+//    (the hoisted W_ih·x); one after a loop, reading at the same step what
+//    the loop (or another such stage) writes and otherwise only what was
+//    made before the loop, runs after each block's steps (the weight
+//    gradients, W_ihᵀ·δ). A value written and read only there, at the same
+//    step, with no padding and not a port, keeps one block of steps on the
+//    CPU (WorkspaceBuffer::block); a stage runs in blocks only when it makes
+//    such a value (forward) or reads one (after). Not at -O0, with
+//    --lengths (the packed weight gradients) or 16-bit storage. Liveness
+//    counts a stage in blocks both in its own place (CUDA runs it there)
+//    and at its loop.
 // 7. Storage (--dtype bf16|f16): a buffer that keeps every step is stored in
 //    16 bits, computed in float, unless it is read at a delay (a recurrent
 //    state: rounding it at every step would compound, so it stays float, as
@@ -145,6 +158,7 @@ private:
   void write(int buffer, int stage, int at);
   void keepSteps();
   void keepSeedSteps();
+  void blockStages();
   void chooseStorage();
   void share();
   void panels();
@@ -447,13 +461,17 @@ void MemoryPlanner::trace() {
         std::vector<int>(count, INT_MAX), std::vector<int>(count, -1), std::vector<bool>(count, false),
         std::vector<std::vector<std::pair<int32_t, int64_t>>>(count)};
   const auto &stages = c_.schedule.stages;
+  std::vector<int> order(stages.size());
   int at = 0;
   for (bool backward : {false, true})
-    for (size_t s = 0; s < stages.size(); ++s) {
-      if (stages[s].backward != backward) continue;
-      for (const Kernel &k : stages[s].kernels) traceLaunch(k, static_cast<int>(s), at);
-      ++at;
-    }
+    for (size_t s = 0; s < stages.size(); ++s)
+      if (stages[s].backward == backward) order[s] = at++;
+  for (size_t s = 0; s < stages.size(); ++s) {
+    for (const Kernel &k : stages[s].kernels) traceLaunch(k, static_cast<int>(s), order[s]);
+    const int loop = m_.blockLoop.empty() ? -1 : m_.blockLoop[s];
+    if (loop >= 0) // on the CPU it runs at its loop
+      for (const Kernel &k : stages[s].kernels) traceLaunch(k, static_cast<int>(s), order[static_cast<size_t>(loop)]);
+  }
   traceInitialStateGradients(at);
   for (size_t b = 0; b < count; ++b) {
     WorkspaceBuffer &buf = m_.buffers[b];
@@ -509,6 +527,84 @@ void MemoryPlanner::keepSeedSteps() {
   }
 }
 
+void MemoryPlanner::blockStages() {
+  const auto &stages = c_.schedule.stages;
+  const int n = static_cast<int>(stages.size());
+  m_.blockLoop.assign(stages.size(), -1);
+  bool lengths = false;
+  for (const Node &node : g_.nodes) lengths |= !node.dead && node.op == Op::Active;
+  if (!c_.optimize || isHalf(c_.dtype) || lengths) return;
+  // Stage s's place in run order (forward stages, then backward ones).
+  auto rank = [&](int s) { return (stages[s].backward ? n : 0) + s; };
+  auto sequential = [&](int s) { return s >= 0 && stages[s].loop && m_.scans[s].aggregates < 0; };
+  // A buffer that may keep a block: no padding, read at the same step only, not the host's.
+  auto blockable = [&](size_t b) {
+    const WorkspaceBuffer &buf = m_.buffers[b];
+    return !buf.fixed && !buf.stepLocal && !buf.ring && !buf.lastSteps && !buf.scratch && !buf.index &&
+           buf.input < 0 && !buf.padBefore && !buf.padAfter && a_.farthest[b] == 0 && a_.writer[b] >= 0 &&
+           !ports_.count(static_cast<int>(b)) && !a_.readers[b].count(-1);
+  };
+  std::vector<std::vector<size_t>> writes(stages.size()), reads(stages.size());
+  for (size_t b = 0; b < m_.buffers.size(); ++b) {
+    if (a_.writer[b] >= 0) writes[static_cast<size_t>(a_.writer[b])].push_back(b);
+    for (int r : a_.readers[b])
+      if (r >= 0) reads[static_cast<size_t>(r)].push_back(b);
+  }
+  // Before a loop: every value the stage stores is read by it and that loop alone.
+  for (int s = 0; s < n; ++s) {
+    if (stages[s].loop || writes[s].empty()) continue;
+    int loop = -1;
+    bool ok = true;
+    for (size_t b : writes[s]) {
+      ok &= blockable(b);
+      for (int r : a_.readers[b])
+        if (r != s) {
+          ok &= loop < 0 || loop == r;
+          loop = r;
+        }
+    }
+    if (ok && sequential(loop) && rank(loop) > rank(s)) m_.blockLoop[s] = loop;
+  }
+  // After a loop: what it reads the host wrote, or it was made before the
+  // loop, or the loop (or the stage itself) makes it at the same step. Not
+  // what another stage after the loop makes, so that one staying in its
+  // place (below) leaves this one right.
+  for (int s = 0; s < n; ++s) {
+    if (stages[s].loop || m_.blockLoop[s] >= 0) continue;
+    int loop = -1;
+    for (size_t b : reads[s]) {
+      const int w = a_.writer[b];
+      if (sequential(w) && rank(w) < rank(s) && (loop < 0 || rank(w) > rank(loop))) loop = w;
+    }
+    if (loop < 0) continue;
+    bool ok = true;
+    for (size_t b : reads[s]) {
+      const int w = a_.writer[b];
+      if (w < 0) continue; // the host's: every step is there
+      if (w == s || w == loop) ok &= a_.farthest[b] == 0;
+      else ok &= rank(w) < rank(loop);
+    }
+    if (ok) m_.blockLoop[s] = loop;
+  }
+  // The values kept for a block: made and read only in one loop's blocks.
+  std::vector<bool> blockUser(stages.size(), false);
+  for (size_t b = 0; b < m_.buffers.size(); ++b) {
+    if (!blockable(b)) continue;
+    const int w = a_.writer[b];
+    const int loop = stages[w].loop ? w : m_.blockLoop[w];
+    if (!sequential(loop)) continue;
+    bool ok = true;
+    for (int r : a_.readers[b]) ok &= r == loop || m_.blockLoop[r] == loop;
+    if (!ok) continue;
+    m_.buffers[b].block = true;
+    blockUser[w] = true;
+    for (int r : a_.readers[b]) blockUser[r] = true;
+  }
+  // A stage that neither makes nor reads such a value stays in its place.
+  for (int s = 0; s < n; ++s)
+    if (m_.blockLoop[s] >= 0 && !blockUser[s]) m_.blockLoop[s] = -1;
+}
+
 void MemoryPlanner::chooseStorage() {
   if (!isHalf(c_.dtype)) return;
   auto scan = [&](int stage) { return stage >= 0 && m_.scans[stage].aggregates >= 0; };
@@ -536,11 +632,11 @@ void MemoryPlanner::share() {
     std::set<int> free; // slot numbers
     std::priority_queue<std::pair<int, int>, std::vector<std::pair<int, int>>, std::greater<>> busy; // (freeAfter, slot)
   };
-  std::map<std::tuple<int64_t, int64_t, int64_t, bool>, Shape> shapes;
+  std::map<std::tuple<int64_t, int64_t, int64_t, bool, bool>, Shape> shapes;
   std::vector<int> owner; // per slot: the buffer that owns its memory
   for (int b : candidates) {
     WorkspaceBuffer &buf = m_.buffers[b];
-    Shape &shape = shapes[{buf.width, buf.padBefore, buf.padAfter, buf.half}];
+    Shape &shape = shapes[{buf.width, buf.padBefore, buf.padAfter, buf.half, buf.block}];
     while (!shape.busy.empty() && shape.busy.top().first < a_.first[b]) {
       shape.free.insert(shape.busy.top().second);
       shape.busy.pop();
@@ -630,6 +726,7 @@ void MemoryPlanner::figures() {
     if (b.saved) m_.savedBytesPerStep += b.bytesPerStep();
     if (b.shares >= 0) continue;
     m_.bytesPerStep += b.bytesPerStep();
+    if (b.block) m_.blockBytesPerStep += b.bytesPerStep();
     m_.fixedBytes += b.fixedBytes();
   }
 }
@@ -647,6 +744,8 @@ void MemoryPlanner::plan() {
   trace();        // 4, 5
   keepSteps();    // 6
   keepSeedSteps(); // 6
+  blockStages();  // 6
+  if (std::count_if(m_.blockLoop.begin(), m_.blockLoop.end(), [](int l) { return l >= 0; })) trace(); // 4, at the loops
   chooseStorage(); // 7
   share();        // 8
   figures();      // 9

@@ -55,6 +55,7 @@ Stats computeStats(const Compilation &c) {
   s.savedBytesPerStep = c.memory.savedBytesPerStep;
   s.bufferBytesPerStep = c.memory.bytesPerStep;
   s.bufferFixedBytes = c.memory.fixedBytes;
+  s.blockBytesPerStep = c.memory.blockBytesPerStep;
   s.cudaBytesPerStep = 4 * c.memory.onesWidth;
   s.maskKeyBytes = c.memory.maskKeyBytes;
   s.droppedParamBytes = (c.memory.half ? 2 : 4) * c.memory.droppedElements;
@@ -73,8 +74,11 @@ Stats computeStats(const Compilation &c) {
 int64_t workspaceBytes(const MemoryPlan &m, int64_t T, int64_t B, bool cuda) {
   auto aligned = [](int64_t bytes) { return (bytes + 63) / 64 * 64; };
   int64_t total = 0;
+  // The CPU's blocks of steps: rnnc/workspace.h's block_steps.
+  const int64_t blockSteps = std::min(T, B >= MemoryPlan::kBlockRows ? 1 : (MemoryPlan::kBlockRows + B - 1) / B);
   for (const WorkspaceBuffer &b : m.buffers)
-    if (b.shares < 0) total += aligned(B * (T * b.bytesPerStep() + b.fixedBytes()));
+    if (b.shares < 0 && b.block && !cuda) total += aligned(B * blockSteps * b.bytesPerStep());
+    else if (b.shares < 0) total += aligned(B * (T * b.bytesPerStep() + b.fixedBytes()));
   if (cuda && m.onesWidth) total += aligned(B * T * 4 * m.onesWidth);
   if (cuda && m.gridBarrierWords) total += aligned(4 * m.gridBarrierWords);
   if (m.maskKeyBytes) total += aligned(m.maskKeyBytes);
@@ -117,6 +121,7 @@ nlohmann::json statsJson(const Stats &s) {
                         {"bytes_per_step", b.bytesPerStep()},
                         {"fixed_bytes", b.fixedBytes()}};
     if (b.shares >= 0) e["shares"] = s.buffers[b.shares].name;
+    if (b.block) e["cpu_block"] = true;
     buffers.push_back(e);
   }
   return {{"forward", directionJson(s.forward)},
@@ -125,6 +130,8 @@ nlohmann::json statsJson(const Stats &s) {
           {"saved_bytes_per_step", s.savedBytesPerStep},
           {"buffer_bytes_per_step", s.bufferBytesPerStep},
           {"buffer_fixed_bytes", s.bufferFixedBytes},
+          {"block_bytes_per_step", s.blockBytesPerStep},
+          {"block_rows", MemoryPlan::kBlockRows},
           {"cuda_bytes_per_step", s.cudaBytesPerStep},
           {"mask_key_bytes", s.maskKeyBytes},
           {"dropped_param_bytes", s.droppedParamBytes},
@@ -157,6 +164,9 @@ std::string statsText(const Stats &s) {
   out += fmt::format("streams: {}\nsaved for backward: {} bytes per step and sequence\n", s.streams, s.savedBytesPerStep);
   out += fmt::format("workspace: {} bytes per step and sequence plus {} per sequence, {} buffers ({} sharing memory)",
                      s.bufferBytesPerStep, s.bufferFixedBytes, s.buffers.size(), sharing);
+  if (s.blockBytesPerStep)
+    out += fmt::format("; of those, the CPU keeps {} per step for a block of about {} rows, not all T",
+                       s.blockBytesPerStep, MemoryPlan::kBlockRows);
   if (s.cudaBytesPerStep) out += fmt::format("; CUDA adds {} per step", s.cudaBytesPerStep);
   if (s.roundedBytesPerRow)
     out += fmt::format("; CUDA rounds the products' float operands to {} in {} bytes per row and stream, up to {} "

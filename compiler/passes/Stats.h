@@ -30,6 +30,7 @@ struct Stats {
   int64_t savedBytesPerStep = 0;  // forward values backward reads
   int64_t bufferBytesPerStep = 0; // the workspace's buffers, per step of T
   int64_t bufferFixedBytes = 0;   // and what does not grow with T
+  int64_t blockBytesPerStep = 0;  // of bufferBytesPerStep, what the CPU keeps a block of steps of (CUDA: all T)
   int64_t cudaBytesPerStep = 0;   // what the CUDA bundle adds (its ones)
   int64_t maskKeyBytes = 0;       // the masks' key and mode (dropout, zoneout)
   int64_t droppedParamBytes = 0;  // dropped params (DropConnect), float32, not per sequence

@@ -17,7 +17,8 @@ every bundle target (cpu, cuda, cuda --jit):
    source it writes and compiled together into one program against the
    runtime's rnnc/workspace.h) must return, for each (T, B) of SIZES, what
    the stats say: the sum over the buffers with memory of their own of
-   B·(T·bytes_per_step + fixed_bytes), each rounded up to
+   B·(T·bytes_per_step + fixed_bytes) (on the CPU, B·k·bytes_per_step for
+   one that keeps a block of k = block_steps(T, B) steps), each rounded up to
    workspace.align_bytes, plus cuda_bytes_per_step·T·B (rounded) and the
    rounding scratch for CUDA, plus the fixed extras (mask key, dropped
    params, loss scale, float gradient sums; each rounded), and align_bytes
@@ -54,7 +55,11 @@ def expected_bytes(stats, T, B, cuda):
     """workspace_bytes(T, B) by the plan, as the Carver of rnnc/workspace.h counts."""
     align = stats["workspace"]["align_bytes"]
     rounded = lambda n: (n + align - 1) // align * align
-    total = sum(rounded(B * (T * b["bytes_per_step"] + b["fixed_bytes"]))
+    # The CPU keeps a block of steps of some buffers: rnnc/workspace.h's block_steps.
+    rows = stats["block_rows"]
+    block = min(T, 1 if B >= rows else (rows + B - 1) // B)
+    total = sum(rounded(B * block * b["bytes_per_step"]) if b.get("cpu_block") and not cuda
+                else rounded(B * (T * b["bytes_per_step"] + b["fixed_bytes"]))
                 for b in stats["workspace"]["buffers"] if "shares" not in b)
     if cuda and stats["cuda_bytes_per_step"]:
         total += rounded(B * T * stats["cuda_bytes_per_step"])
@@ -137,7 +142,7 @@ def measure(codes, work, cxx, cflags):
                "#include <cstdio>",
                "using real = float;", "using store = rnnc::bf16;"]
     for i, code in enumerate(codes):
-        program += [f"namespace b{i} {{", "using rnnc::host::Carver;", code, "}"]
+        program += [f"namespace b{i} {{", "using rnnc::host::Carver;", "using rnnc::host::block_steps;", code, "}"]
     program += ["int main() {"]
     for i in range(len(codes)):
         for T, B in SIZES:

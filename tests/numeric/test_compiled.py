@@ -25,6 +25,12 @@ lstm, gru, sru, charlm and bitagger get a directional-derivative check of the
 compiled engine in f64 (test_directional.directional with --engine compiled:
 EPS, RTOL, ATOL of numlib).
 
+The CPU bundles are built with -DRNNC_BLOCK_ROWS=5 (in RNNC_CXXFLAGS): their
+hoisted products and weight gradients then run in blocks of 2 or 3 steps
+(rnnc/workspace.h's block_steps at B = 2..3), so T = 4..6 spans two or three
+blocks, the last often shorter (docs/codegen.md#blocks-of-steps); the other
+tiers run the default, one block at their sizes.
+
 Every rnnc of this file runs with RNNC_CACHE set to a fresh temporary folder,
 so every library is compiled cold (as CI would), and the folder is removed at
 the end. A failure names the sample (or prints the generated cell), the array,
@@ -63,7 +69,8 @@ class Shared:
 
     def __init__(self):
         self.cache = tempfile.mkdtemp(prefix="rnnc-numeric-cache-")
-        self.env = {**os.environ, "RNNC_CACHE": self.cache}
+        flags = (os.environ.get("RNNC_CXXFLAGS", "") + " -DRNNC_BLOCK_ROWS=5").strip()  # many blocks
+        self.env = {**os.environ, "RNNC_CACHE": self.cache, "RNNC_CXXFLAGS": flags}
         self.lock = threading.Lock()
         self.worst = {}  # label ("f64", "f32", "f64 -O0") -> (err, where)
         self.gen_accepted = self.gen_rejected = 0

@@ -388,7 +388,8 @@ TEST_CASE("plan-memory: the kernel IR allocates the plan, and workspaceBytes is 
       for (bool cuda : {false, true}) {
         host::Carver carver(nullptr, T, B);
         for (const codegen::Buffer &b : p.buffers)
-          if (b.shares < 0)
+          if (b.shares < 0 && b.block && !cuda) (void)carver.take<float>(0, host::block_steps(T, B), b.width);
+          else if (b.shares < 0)
             b.index ? (void)carver.take<int32_t>(b.rowsPerStep(), b.fixedRows(), b.width)
                     : (void)carver.take<float>(b.rowsPerStep(), b.fixedRows(), b.width);
         if (cuda && p.onesWidth) carver.take<float>(1, 0, p.onesWidth);
@@ -398,6 +399,52 @@ TEST_CASE("plan-memory: the kernel IR allocates the plan, and workspaceBytes is 
       }
     }
   }
+}
+
+TEST_CASE("plan-memory: the CPU runs the hoisted product and the weight gradients in blocks of their loop's steps",
+          "[passes][memory]") {
+  static_assert(MemoryPlan::kBlockRows == RNNC_BLOCK_ROWS, "the plan's figures and the runtime's block_steps agree");
+  auto r = planned(test::kLstmSource, Backward::All);
+  const MemoryPlan &m = r->m();
+  const auto &stages = r->c.schedule.stages;
+  REQUIRE(m.blockLoop.size() == stages.size());
+  auto bufferOf = [&](Op op, bool backward) -> const WorkspaceBuffer * {
+    for (const WorkspaceBuffer &b : m.buffers)
+      if (b.node != kNoNode && r->c.graph.node(b.node).op == op && r->c.graph.node(b.node).backward == backward &&
+          b.shares < 0)
+        return &b;
+    return nullptr;
+  };
+  // Forward: W_ih·x (the hoisted stage) runs at the start of each block of the loop, its buffer a block.
+  std::vector<int> forwardLoops, inBlocks;
+  for (size_t s = 0; s < stages.size(); ++s) {
+    if (stages[s].loop) forwardLoops.push_back(static_cast<int>(s));
+    if (m.blockLoop[s] >= 0) {
+      inBlocks.push_back(static_cast<int>(s));
+      CHECK(!stages[s].loop);
+      CHECK(stages[static_cast<size_t>(m.blockLoop[s])].loop);
+      CHECK(stages[static_cast<size_t>(m.blockLoop[s])].backward == stages[s].backward);
+    }
+  }
+  CHECK(inBlocks.size() == 2); // the hoisted stage forward, the weight gradients' stage backward
+  const WorkspaceBuffer *hoisted = bufferOf(Op::MatMul, false);
+  REQUIRE(hoisted);
+  CHECK(hoisted->block);
+  CHECK(hoisted->rowsPerStep() == 1); // CUDA keeps every step
+  CHECK(m.blockBytesPerStep > 0);
+  // What the host copies in or out, and what backward reads of forward, keep every step.
+  for (const WorkspaceBuffer &b : m.buffers)
+    if (b.input >= 0 || b.saved) CHECK_FALSE(b.block);
+  // On the CPU the blocks take min(T, ⌈512 / B⌉)·B rows: less than T·B at B = 32, all of them at B = 1.
+  CHECK(workspaceBytes(m, 100, 32, false) < workspaceBytes(m, 100, 32, true));
+  CHECK(host::block_steps(100, 32) == 16);
+  CHECK(host::block_steps(100, 1) == 100);
+  CHECK(host::block_steps(7, 3) == 7);
+  CHECK(host::block_steps(5, 1000) == 1);
+  // Not with 16-bit storage: the stages stay in their places.
+  auto half = planned(test::kLstmSource, Backward::All, TimeParallelMode::Auto, {}, DType::BF16);
+  for (int l : half->m().blockLoop) CHECK(l == -1);
+  for (const WorkspaceBuffer &b : half->m().buffers) CHECK_FALSE(b.block);
 }
 
 TEST_CASE("plan-memory: the products with a weight get its panels, forward's and backward's shared",

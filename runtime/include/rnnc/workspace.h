@@ -303,6 +303,20 @@ private:
   bool ok_ = true;
 };
 
+/// Rows of B sequences a CPU bundle's block of steps holds, about: the
+/// hoisted products and the weight gradients run once per block inside their
+/// loop, so their buffers keep a block, not all T (docs/codegen.md). Tests
+/// build with a small value to run many blocks.
+#ifndef RNNC_BLOCK_ROWS
+#define RNNC_BLOCK_ROWS 512
+#endif
+
+/// The steps of a block: ⌈RNNC_BLOCK_ROWS / B⌉, at most T, at least 1.
+inline int64_t block_steps(int64_t T, int64_t B) {
+  const int64_t steps = B >= RNNC_BLOCK_ROWS ? 1 : (RNNC_BLOCK_ROWS + B - 1) / B;
+  return T < steps ? (T < 1 ? 1 : T) : steps;
+}
+
 /// The slot of `step` in a ring of `ring` steps (steps before the first wrap around).
 inline int64_t ring_slot(int64_t step, int64_t ring) { return ((step % ring) + ring) % ring; }
 
