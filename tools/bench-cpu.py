@@ -9,6 +9,8 @@ machine; the table quotes medians over rounds and the ratios of the medians.
 --baseline OTHER_RNNC adds another rnnc build (say, main before a change, built in
 a worktree) to the same alternating rounds: its column and the ratio of the medians
 (above 1: this build is faster), for before/after comparisons on one noisy machine.
+--baseline-cxxflags FLAGS builds the baseline's bundles with those flags (RNNC_CXXFLAGS):
+the same rnnc with -DRNNC_BLOCK_ROWS=1000000000 runs every loop in one block.
 
 --torch adds PyTorch's own nn.LSTM / nn.GRU on the CPU (oneDNN or its native kernels,
 as torch picks; run in a subprocess with all the machine's threads) to the rounds.
@@ -33,10 +35,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CELLS = {"lstm": "samples/lstm.rnn", "gru": "samples/gru.rnn"}
 
 
-def rnnc_bench(rnnc, cell, B, T, runs, size, forward_only=False):
+def rnnc_bench(rnnc, cell, B, T, runs, size, forward_only=False, cxxflags=None):
+    env = None if cxxflags is None else {**os.environ, "RNNC_CXXFLAGS": cxxflags}
     cmd = [rnnc, "bench", os.path.join(ROOT, CELLS[cell]), "-D", f"I={size}", "-D", f"H={size}", "--batch", str(B),
            "--seq", str(T), "--runs", str(runs), "--warmup", "3", "--json"] + (["--forward-only"] if forward_only else [])
-    return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+    return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout)
 
 
 TORCH = r"""
@@ -85,6 +88,8 @@ def main():
     ap.add_argument("--rnnc", default=os.path.join(ROOT, "build", "rnnc"))
     ap.add_argument("--onednn", default=os.path.join(ROOT, "build-bench", "onednn-bench"))
     ap.add_argument("--baseline", default=None, help="another rnnc binary timed in the same rounds")
+    ap.add_argument("--baseline-cxxflags", default=None,
+                    help="RNNC_CXXFLAGS for the baseline's bundles (e.g. -DRNNC_BLOCK_ROWS=1000000000: one block)")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--batch", type=int, nargs="+", default=[1, 32])
@@ -105,7 +110,7 @@ def main():
             for _ in range(args.rounds):
                 if args.baseline:
                     base.append(rnnc_bench(args.baseline, cell, B, args.seq, args.runs, args.size,
-                                           args.forward_only)["optimized"][key])
+                                           args.forward_only, args.baseline_cxxflags)["optimized"][key])
                 r = rnnc_bench(args.rnnc, cell, B, args.seq, args.runs, args.size, args.forward_only)
                 opt.append(r["optimized"][key])
                 o0.append(r["O0"][key])
@@ -128,7 +133,8 @@ def main():
     print(f"machine: {machine()}; T = {args.seq}, I = H = {args.size}; medians of {args.rounds} rounds of "
           f"{args.runs} runs each (ms per {what})\n")
     if args.baseline:
-        print(f"baseline: {args.baseline}\n")
+        flags = f" with RNNC_CXXFLAGS={args.baseline_cxxflags}" if args.baseline_cxxflags else ""
+        print(f"baseline: {args.baseline}{flags}\n")
         print("| cell | B | rnnc ms | rnnc range | baseline ms | baseline range | vs baseline |")
         print("|---|---:|---:|---:|---:|---:|---:|")
         for cell, B, o, *_, lo, hi, base, _pt in rows:

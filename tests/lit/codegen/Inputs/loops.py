@@ -4,8 +4,9 @@
     forward loop up: gemm fused
     backward loop down: fused gemm
 
-`up` is t = 0 .. T-1, `down` is t = T-1 .. 0; then the kinds of the launches
-inside the loop body, in order (the kernel name without its number). After the
+`up` is t = 0 .. T-1, `down` is t = T-1 .. 0 (`up, in blocks`: the steps of a
+loop run block by block, docs/codegen.md "Blocks of steps"); then the kinds of
+the launches inside the loop body, in order (the kernel name without its number). After the
 loops of a function: `forward launches per step: N` (summed over its loops).
 """
 import re
@@ -13,6 +14,8 @@ import sys
 
 UP = "for (int64_t t = 0; t < T; ++t) {"
 DOWN = "for (int64_t t = T - 1; t >= 0; --t) {"
+LOOPS = {UP: "up", DOWN: "down", "for (int64_t t = t0; t < t1; ++t) {": "up, in blocks",
+         "for (int64_t t = t1 - 1; t >= t0; --t) {": "down, in blocks"}
 LAUNCH = re.compile(r"^\s*([a-z_]+?)_\d+\(ws, P, G, B, t \* B, \(t \+ 1\) \* B\);$")
 
 text = open(sys.argv[1]).read().splitlines()
@@ -27,8 +30,8 @@ while i < len(text):
         per_step[fn] = 0
     elif line == "}":
         fn = None
-    elif fn and line.strip() in (UP, DOWN):
-        direction = "up" if line.strip() == UP else "down"
+    elif fn and line.strip() in LOOPS:
+        direction = LOOPS[line.strip()]
         kinds = []
         i += 1
         while text[i].strip() != "}":
