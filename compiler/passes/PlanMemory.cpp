@@ -540,7 +540,7 @@ void MemoryPlanner::blockStages() {
   // A buffer that may keep a block: no padding, read at the same step only, not the host's.
   auto blockable = [&](size_t b) {
     const WorkspaceBuffer &buf = m_.buffers[b];
-    return !buf.fixed && !buf.stepLocal && !buf.ring && !buf.lastSteps && !buf.scratch && !buf.index &&
+    return !buf.saved && !buf.fixed && !buf.stepLocal && !buf.ring && !buf.lastSteps && !buf.scratch && !buf.index &&
            buf.input < 0 && !buf.padBefore && !buf.padAfter && a_.farthest[b] == 0 && a_.writer[b] >= 0 &&
            !ports_.count(static_cast<int>(b)) && !a_.readers[b].count(-1);
   };
@@ -563,7 +563,8 @@ void MemoryPlanner::blockStages() {
           loop = r;
         }
     }
-    if (ok && sequential(loop) && rank(loop) > rank(s)) m_.blockLoop[s] = loop;
+    if (ok && sequential(loop) && rank(loop) > rank(s) && stages[loop].backward == stages[s].backward)
+      m_.blockLoop[s] = loop;
   }
   // After a loop: what it reads the host wrote, or it was made before the
   // loop, or the loop (or the stage itself) makes it at the same step. Not
@@ -576,7 +577,8 @@ void MemoryPlanner::blockStages() {
       const int w = a_.writer[b];
       if (sequential(w) && rank(w) < rank(s) && (loop < 0 || rank(w) > rank(loop))) loop = w;
     }
-    if (loop < 0) continue;
+    // Forward's stages stay in forward and backward's in backward (the host fills backward's seeds).
+    if (loop < 0 || stages[loop].backward != stages[s].backward) continue;
     bool ok = true;
     for (size_t b : reads[s]) {
       const int w = a_.writer[b];
