@@ -1,5 +1,7 @@
 #include "passes/Stats.h"
 
+#include "rnnc/workspace.h"
+
 #include "analysis/Recurrence.h"
 #include "ir/Pointwise.h"
 #include "passes/PlanMemory.h"
@@ -74,8 +76,9 @@ Stats computeStats(const Compilation &c) {
 int64_t workspaceBytes(const MemoryPlan &m, int64_t T, int64_t B, bool cuda) {
   auto aligned = [](int64_t bytes) { return (bytes + 63) / 64 * 64; };
   int64_t total = 0;
-  // The CPU's blocks of steps: rnnc/workspace.h's block_steps.
-  const int64_t blockSteps = std::min(T, B >= MemoryPlan::kBlockRows ? 1 : (MemoryPlan::kBlockRows + B - 1) / B);
+  // The CPU's blocks of steps, as the bundle's layout() takes them.
+  static_assert(MemoryPlan::kBlockRows == RNNC_BLOCK_ROWS, "the plan's figures and rnnc/workspace.h agree");
+  const int64_t blockSteps = host::block_steps(T, B);
   for (const WorkspaceBuffer &b : m.buffers)
     if (b.shares < 0 && b.block && !cuda) total += aligned(B * blockSteps * b.bytesPerStep());
     else if (b.shares < 0) total += aligned(B * (T * b.bytesPerStep() + b.fixedBytes()));
