@@ -224,8 +224,19 @@ void HostPrinter::inputCopies() {
 }
 
 void HostPrinter::seedCopies() {
+  // The CPU's kernels read and write these in the caller's arrays (Buffer::caller).
+  if (p_.zeroRowElements) w_.line("std::fill_n(ws.zeros, {}, real(0));", p_.zeroRowElements);
+  for (size_t k = 0; k < p_.inputGrads.size(); ++k) {
+    const Buffer &b = p_.buffers[p_.inputGrads[k].buffer];
+    if (b.caller) w_.line("ws.{} = input_grads ? static_cast<{} *>(input_grads[{}]) : nullptr;", b.name, port(b), k);
+  }
   for (size_t k = 0; k < p_.seeds.size(); ++k) {
     const Buffer &b = p_.buffers[p_.seeds[k].buffer];
+    if (b.caller) {
+      w_.line("ws.{} = seeds ? static_cast<const {} *>(seeds[{}]) : nullptr; // null: the kernels read ws.zeros", b.name,
+              port(b), k);
+      continue;
+    }
     guarded(fmt::format("seeds && seeds[{}]", k),
             t_.rows(fmt::format("copy_rows(ws.{}, {}, static_cast<const {} *>(seeds[{}]), T, B, {}", b.name, b.padBefore,
                                 port(b), k, b.width)));
@@ -272,6 +283,7 @@ void HostPrinter::gradientReads() {
   for (size_t k = 0; k < p_.inputGrads.size(); ++k) {
     const PortIR &g = p_.inputGrads[k];
     const Buffer &b = p_.buffers[g.buffer];
+    if (b.caller) continue; // written in place
     guarded(fmt::format("input_grads && input_grads[{}]", k),
             t_.rows(fmt::format("read_rows(ws.{}, {}, T, B, {}, static_cast<{} *>(input_grads[{}])", b.name,
                                 b.padBefore - g.delay, b.width, port(b), k)));
@@ -339,12 +351,27 @@ void HostPrinter::readers() {
 
 std::string printHostModule(const Program &p, HostTarget &t) { return HostPrinter(p, t).print(); }
 
+/// "seeds[0]" or "input_grads[1]": the caller's array a Buffer::caller is.
+static std::string callerArray(const Program &p, const Buffer &b) {
+  for (size_t k = 0; k < p.seeds.size(); ++k)
+    if (p.seeds[k].buffer >= 0 && &p.buffers[static_cast<size_t>(p.seeds[k].buffer)] == &b)
+      return fmt::format("seeds[{}]", k);
+  for (size_t k = 0; k < p.inputGrads.size(); ++k)
+    if (p.inputGrads[k].buffer >= 0 && &p.buffers[static_cast<size_t>(p.inputGrads[k].buffer)] == &b)
+      return fmt::format("input_grads[{}]", k);
+  RNNC_UNREACHABLE(b.name + ": the caller's array, but no seed or input gradient");
+}
+
 std::string workspaceStruct(const Program &p, const std::vector<std::string> &extraMembers) {
   Writer w;
   w.line("/// Every value that leaves its sweep, [padding + T + padding][B][width].");
   w.open("struct Workspace {{");
   for (const Buffer &b : p.buffers)
-    w.line("{} *{}; // [{}][B][{}]{}", typeOf(b), b.name, rowsOf(b), b.width,
+    if (b.caller)
+      w.line("{}{} *{}; // [T][B][{}]: the caller's {}, set by backward", b.input >= 0 ? "const " : "", typeOf(b),
+             b.name, b.width, callerArray(p, b));
+    else
+      w.line("{} *{}; // [{}][B][{}]{}", typeOf(b), b.name, rowsOf(b), b.width,
            b.scratch ? (b.fixed ? ": a scan's, per chunk" : ": a scan's, per step")
            : b.fixed ? ": the initial-state gradient"
            : b.stepLocal ? ": one step, reused"
@@ -357,6 +384,8 @@ std::string workspaceStruct(const Program &p, const std::vector<std::string> &ex
   for (const std::string &member : extraMembers) w.line("{}", member);
   if (seedSlots(p)) w.line("int64_t T; // the call's steps: which of them a final state's seed holds (seed_slot)");
   if (blocks(p)) w.line("int64_t block; // steps in a block: block_steps(T, B), about RNNC_BLOCK_ROWS rows");
+  if (p.zeroRowElements)
+    w.line("real *zeros; // [{}]: the row a seed reads when the caller passes none", p.zeroRowElements);
   if (p.hasMasks) w.line("unsigned *rng; // [4]: the masks' key (low, high), 1 in training, 0");
   if (!p.dropped.empty())
     w.line("{} *dropped; // [{}]: the dropped params (DropConnect), made by forward", portType(p), p.droppedElements);
@@ -377,7 +406,8 @@ std::string workspaceLayout(const Program &p, const std::vector<std::string> &ex
   if (seedSlots(p)) w.line("ws->T = T;");
   if (blocks(p)) w.line("ws->block = block_steps(T, B);");
   for (const Buffer &b : p.buffers)
-    if (b.shares < 0 && b.block) w.line("ws->{} = c.take<{}>(0, ws->block, {});", b.name, typeOf(b), b.width);
+    if (b.caller) w.line("ws->{} = nullptr; // the caller's {}", b.name, callerArray(p, b));
+    else if (b.shares < 0 && b.block) w.line("ws->{} = c.take<{}>(0, ws->block, {});", b.name, typeOf(b), b.width);
     else if (b.shares < 0)
       w.line("ws->{} = c.take<{}>({}, {}, {});", b.name, typeOf(b), b.rowsPerStep(), b.fixedRows(), b.width);
   for (const Buffer &b : p.buffers)
@@ -385,6 +415,7 @@ std::string workspaceLayout(const Program &p, const std::vector<std::string> &ex
       w.line("ws->{} = ws->{}; // its life starts after {}'s ends", b.name, p.buffers[b.shares].name,
              p.buffers[b.shares].name);
   for (const std::string &take : extraTakes) w.line("{}", take);
+  if (p.zeroRowElements) w.line("ws->zeros = c.take_fixed<real>({});", p.zeroRowElements);
   if (p.hasMasks) w.line("ws->rng = c.take_fixed<unsigned>(4);");
   if (!p.dropped.empty()) w.line("ws->dropped = c.take_fixed<{}>({});", portType(p), p.droppedElements);
   if (p.droppedGrads) w.line("ws->dropped_grad = c.take_fixed<real>({});", p.droppedElements);

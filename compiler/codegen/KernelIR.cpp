@@ -440,6 +440,7 @@ bool ProgramBuilder::build(std::string &error) {
   p_.buffers = m_.buffers;
   p_.onesWidth = m_.onesWidth;
   p_.panelElements = m_.panelElements;
+  p_.zeroRowElements = m_.zeroRowElements;
   p_.roundedPerRow = m_.roundedPerRow;
   p_.gridBarrierWords = m_.gridBarrierWords;
 
@@ -577,8 +578,9 @@ void markInputGradientProducts(Program &p) {
 } // namespace
 
 void keepEveryStep(Program &p) {
-  for (Buffer &b : p.buffers) b.block = false;
+  for (Buffer &b : p.buffers) b.block = b.caller = false;
   for (StageIR &s : p.stages) s.blockLoop = -1;
+  p.zeroRowElements = 0;
 }
 
 bool buildProgram(const Compilation &c, Program &out, std::string &error) {
@@ -586,6 +588,13 @@ bool buildProgram(const Compilation &c, Program &out, std::string &error) {
   if (!ProgramBuilder(c, out).build(error)) return false;
   if (c.optimize) storeConcatPiecesInPlace(out);
   markInputGradientProducts(out);
+  for (size_t g = 0; g < out.inputGrads.size(); ++g) { // written in input_grads[g] itself: only when it is there
+    const int b = out.inputGrads[g].buffer;
+    if (b < 0 || !out.buffers[static_cast<size_t>(b)].caller) continue;
+    for (const KernelIR &k : out.kernels)
+      RNNC_ASSERT(k.out != b || k.inputGrad == static_cast<int>(g),
+                  out.buffers[static_cast<size_t>(b)].name + ": the caller's array, written when the caller does not want it");
+  }
   return true;
 }
 

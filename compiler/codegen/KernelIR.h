@@ -205,6 +205,7 @@ struct Program {
   bool hasLengths = false; // --lengths: the workspace keeps them and the loss's weight (Workspace::lengths)
   int64_t packWidth = 0;   // --lengths, CPU: MemoryPlan::packWidth (Workspace::packed)
   int64_t panelElements = 0; // CPU: MemoryPlan::panelElements (Workspace::panels)
+  int64_t zeroRowElements = 0; // CPU: MemoryPlan::zeroRowElements (Workspace::zeros)
   int64_t roundedPerRow = 0; // CUDA, 16 bits: MemoryPlan::roundedPerRow (Workspace::rounded, per stream)
   int64_t gridBarrierWords = 0; // CUDA: MemoryPlan::gridBarrierWords (Workspace::grid_barrier)
   DType dtype = DType::F32;  // --dtype: 16-bit buffers (Buffer::half) and ports are `store`, computed in `real`
@@ -215,8 +216,9 @@ struct Program {
 inline const char *portType(const Program &p) { return isHalf(p.dtype) ? "store" : "real"; }
 
 /// The CUDA bundle's program: every stage in its own place and every buffer
-/// keeping all T (a persistent loop reads its hoisted products for all T in
-/// one launch), not the CPU's blocks of steps (Buffer::block).
+/// keeping all T in the workspace (a persistent loop reads its hoisted
+/// products for all T in one launch), not the CPU's blocks of steps
+/// (Buffer::block) nor its use of the caller's arrays (Buffer::caller).
 void keepEveryStep(Program &p);
 
 /// Builds the kernel IR of a scheduled compilation whose memory is planned

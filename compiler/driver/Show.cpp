@@ -161,6 +161,7 @@ std::string memoryText(const Compilation &c) {
     if (b.ring) what += fmt::format("{}ring of {}", what.empty() ? "" : ", ", b.ring);
     if (b.lastSteps) what += fmt::format("{}last {}", what.empty() ? "" : ", ", b.lastSteps);
     if (b.block) what += fmt::format("{}CPU: a block of steps", what.empty() ? "" : ", ");
+    if (b.caller) what += fmt::format("{}CPU: the caller's array", what.empty() ? "" : ", ");
     if (b.shares >= 0) what += fmt::format("{}shares {}", what.empty() ? "" : ", ", m.buffers[b.shares].name);
     out += fmt::format("  {}{}: [{}][B][{}]{}{}\n", b.name, b.node == kNoNode ? "" : fmt::format(" (%{})", b.node),
                        bufferRows(b), b.width, b.index ? " int32" : "", what.empty() ? "" : "  " + what);

@@ -82,6 +82,12 @@ struct WorkspaceBuffer {
   /// run inside that loop, block by block, at the same step (plan-memory's
   /// step 6, MemoryPlan::blockLoop). CUDA keeps every step (rowsPerStep 1).
   bool block = false;
+  /// The CPU uses the caller's array in place and the workspace has none:
+  /// an input's gradient that one product writes and nothing reads (in
+  /// input_grads[k]; skipped when that is null), or an output's seed that
+  /// only fused launches read, at the same step (seeds[k]; a row of zeros
+  /// when null). CUDA keeps it in the workspace.
+  bool caller = false;
 
   /// Bytes of one element: 2 when half, else 4 (float32; an int32 index takes as much).
   int64_t elementBytes() const { return half ? 2 : 4; }
@@ -173,6 +179,8 @@ struct MemoryPlan {
   int64_t unsharedBytesPerStep = 0; // the same per step without sharing
   int64_t savedBytesPerStep = 0;    // of those, forward values backward reads
   int64_t blockBytesPerStep = 0;    // of those, what the CPU keeps a block of steps of instead
+  int64_t callerBytesPerStep = 0;   // of those, what the CPU reads or writes in the caller's arrays instead
+  int64_t zeroRowElements = 0;      // CPU: a row of zeros a caller's seed reads when the caller passes none
 };
 
 /// `--dtype`: what params, ports and the values kept for every step are

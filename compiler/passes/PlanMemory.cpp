@@ -47,6 +47,12 @@
 //    --lengths (the packed weight gradients) or 16-bit storage. Liveness
 //    counts a stage in blocks both in its own place (CUDA runs it there)
 //    and at its loop.
+//    The caller's arrays (the CPU, under the same conditions): an input's
+//    gradient that one product writes and no launch reads is written in
+//    input_grads[k] itself, and an output's seed that only fused launches
+//    read, at the same step, is read in seeds[k] itself (a row of zeros
+//    when the caller passes none); neither takes workspace
+//    (WorkspaceBuffer::caller).
 // 7. Storage (--dtype bf16|f16): a buffer that keeps every step is stored in
 //    16 bits, computed in float, unless it is read at a delay (a recurrent
 //    state: rounding it at every step would compound, so it stays float, as
@@ -132,6 +138,7 @@ struct Accesses {
   std::vector<int> first, last;           // run order of its first and last launch (last -1: none)
   std::vector<bool> readByBackward;
   std::vector<std::vector<std::pair<int32_t, int64_t>>> initialReads; // (delay, depth) of each initial-state gradient's load
+  std::vector<bool> libraryRead, libraryWritten; // by a GEMM or a gradient sum (not a fused launch)
 };
 
 class MemoryPlanner {
@@ -159,6 +166,7 @@ private:
   void keepSteps();
   void keepSeedSteps();
   void blockStages();
+  void callerArrays();
   void chooseStorage();
   void share();
   void panels();
@@ -402,8 +410,15 @@ void MemoryPlanner::traceLaunch(const Kernel &k, int stage, int at) {
   if (isLibraryCall(g_, k)) {
     NodeId id = k.nodes.front();
     const Node &n = g_.node(id);
-    for (size_t i = 0; i < std::min<size_t>(2, n.inputs.size()); ++i) read(load(n.inputs[i]), stage, at, backward);
-    if (n.op == Op::MatMul || n.op == Op::MatMulT) write(m_.bufferOf[id], stage, at);
+    for (size_t i = 0; i < std::min<size_t>(2, n.inputs.size()); ++i) {
+      std::optional<Load> l = load(n.inputs[i]);
+      read(l, stage, at, backward);
+      if (l) a_.libraryRead[l->buffer] = true;
+    }
+    if (n.op == Op::MatMul || n.op == Op::MatMulT) {
+      write(m_.bufferOf[id], stage, at);
+      if (m_.bufferOf[id] >= 0) a_.libraryWritten[m_.bufferOf[id]] = true;
+    }
     return;
   }
   for (NodeId id : k.nodes) {
@@ -459,7 +474,8 @@ void MemoryPlanner::trace() {
   size_t count = m_.buffers.size();
   a_ = {std::vector<int>(count, -1), std::vector<std::set<int>>(count), std::vector<int32_t>(count, 0),
         std::vector<int>(count, INT_MAX), std::vector<int>(count, -1), std::vector<bool>(count, false),
-        std::vector<std::vector<std::pair<int32_t, int64_t>>>(count)};
+        std::vector<std::vector<std::pair<int32_t, int64_t>>>(count), std::vector<bool>(count, false),
+        std::vector<bool>(count, false)};
   const auto &stages = c_.schedule.stages;
   std::vector<int> order(stages.size());
   int at = 0;
@@ -607,6 +623,47 @@ void MemoryPlanner::blockStages() {
     if (m_.blockLoop[s] >= 0 && !blockUser[s]) m_.blockLoop[s] = -1;
 }
 
+void MemoryPlanner::callerArrays() {
+  const auto &stages = c_.schedule.stages;
+  bool lengths = false;
+  for (const Node &node : g_.nodes) lengths |= !node.dead && node.op == Op::Active;
+  if (!c_.optimize || isHalf(c_.dtype) || lengths) return;
+  // How many ports name each buffer: one that two ports name stays in the workspace.
+  std::map<int, int> named;
+  auto count = [&](const Edge &e) { ++named[m_.bufferOf[e.src]]; };
+  for (const GraphPort &p : g_.inputs) count(p.value);
+  for (const GraphPort &p : g_.outputs) count(p.value);
+  for (const GraphPort &p : g_.grads.seeds) count(p.value);
+  for (const GraphPort &p : g_.grads.inputs) count(p.value);
+  for (const auto &[name, id] : g_.states()) count(Edge(id));
+  for (const auto &[state, b] : m_.initialStateGradients) ++named[b];
+  if (g_.loss) ++named[m_.bufferOf[*g_.loss]];
+  auto alone = [&](const Edge &e, size_t &b) {
+    const int buffer = m_.bufferOf[e.src];
+    if (buffer < 0 || e.delay != 0 || named[buffer] != 1) return false;
+    b = static_cast<size_t>(buffer);
+    const WorkspaceBuffer &buf = m_.buffers[b];
+    return !buf.padBefore && !buf.padAfter && !buf.index && !buf.scratch && buf.rowsPerStep() == 1 && !buf.block;
+  };
+  // An input's gradient that one product writes and no launch reads.
+  for (const GraphPort &p : g_.grads.inputs) {
+    size_t b;
+    if (alone(p.value, b) && a_.readers[b].empty() && a_.libraryWritten[b]) m_.buffers[b].caller = true;
+  }
+  // An output's seed that only fused launches read, at the same step, none of them a scan's.
+  for (const GraphPort &p : g_.grads.seeds) {
+    size_t b;
+    if (p.name == "loss" || p.name.rfind("final.", 0) == 0 || !alone(p.value, b) || a_.libraryRead[b] ||
+        a_.farthest[b] != 0 || a_.readers[b].empty())
+      continue;
+    bool fused = true;
+    for (int r : a_.readers[b]) fused &= r >= 0 && !(stages[r].loop && m_.scans[r].aggregates >= 0);
+    if (!fused) continue;
+    m_.buffers[b].caller = true;
+    m_.zeroRowElements = std::max(m_.zeroRowElements, m_.buffers[b].width);
+  }
+}
+
 void MemoryPlanner::chooseStorage() {
   if (!isHalf(c_.dtype)) return;
   auto scan = [&](int stage) { return stage >= 0 && m_.scans[stage].aggregates >= 0; };
@@ -729,6 +786,7 @@ void MemoryPlanner::figures() {
     if (b.shares >= 0) continue;
     m_.bytesPerStep += b.bytesPerStep();
     if (b.block) m_.blockBytesPerStep += b.bytesPerStep();
+    if (b.caller) m_.callerBytesPerStep += b.bytesPerStep();
     m_.fixedBytes += b.fixedBytes();
   }
 }
@@ -747,6 +805,7 @@ void MemoryPlanner::plan() {
   keepSteps();    // 6
   keepSeedSteps(); // 6
   blockStages();  // 6
+  callerArrays(); // 6
   if (std::count_if(m_.blockLoop.begin(), m_.blockLoop.end(), [](int l) { return l >= 0; })) trace(); // 4, at the loops
   chooseStorage(); // 7
   share();        // 8

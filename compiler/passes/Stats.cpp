@@ -58,6 +58,8 @@ Stats computeStats(const Compilation &c) {
   s.bufferBytesPerStep = c.memory.bytesPerStep;
   s.bufferFixedBytes = c.memory.fixedBytes;
   s.blockBytesPerStep = c.memory.blockBytesPerStep;
+  s.callerBytesPerStep = c.memory.callerBytesPerStep;
+  s.zeroRowBytes = 4 * c.memory.zeroRowElements;
   s.cudaBytesPerStep = 4 * c.memory.onesWidth;
   s.maskKeyBytes = c.memory.maskKeyBytes;
   s.droppedParamBytes = (c.memory.half ? 2 : 4) * c.memory.droppedElements;
@@ -80,8 +82,10 @@ int64_t workspaceBytes(const MemoryPlan &m, int64_t T, int64_t B, bool cuda) {
   static_assert(MemoryPlan::kBlockRows == RNNC_BLOCK_ROWS, "the plan's figures and rnnc/workspace.h agree");
   const int64_t blockSteps = host::block_steps(T, B);
   for (const WorkspaceBuffer &b : m.buffers)
-    if (b.shares < 0 && b.block && !cuda) total += aligned(B * blockSteps * b.bytesPerStep());
-    else if (b.shares < 0) total += aligned(B * (T * b.bytesPerStep() + b.fixedBytes()));
+    if (b.shares >= 0 || (b.caller && !cuda)) continue; // the CPU uses the caller's array
+    else if (b.block && !cuda) total += aligned(B * blockSteps * b.bytesPerStep());
+    else total += aligned(B * (T * b.bytesPerStep() + b.fixedBytes()));
+  if (!cuda && m.zeroRowElements) total += aligned(4 * m.zeroRowElements);
   if (cuda && m.onesWidth) total += aligned(B * T * 4 * m.onesWidth);
   if (cuda && m.gridBarrierWords) total += aligned(4 * m.gridBarrierWords);
   if (m.maskKeyBytes) total += aligned(m.maskKeyBytes);
@@ -125,6 +129,7 @@ nlohmann::json statsJson(const Stats &s) {
                         {"fixed_bytes", b.fixedBytes()}};
     if (b.shares >= 0) e["shares"] = s.buffers[b.shares].name;
     if (b.block) e["cpu_block"] = true;
+    if (b.caller) e["cpu_caller"] = true;
     buffers.push_back(e);
   }
   return {{"forward", directionJson(s.forward)},
@@ -135,6 +140,8 @@ nlohmann::json statsJson(const Stats &s) {
           {"buffer_fixed_bytes", s.bufferFixedBytes},
           {"block_bytes_per_step", s.blockBytesPerStep},
           {"block_rows", MemoryPlan::kBlockRows},
+          {"caller_bytes_per_step", s.callerBytesPerStep},
+          {"zero_row_bytes", s.zeroRowBytes},
           {"cuda_bytes_per_step", s.cudaBytesPerStep},
           {"mask_key_bytes", s.maskKeyBytes},
           {"dropped_param_bytes", s.droppedParamBytes},
@@ -170,6 +177,8 @@ std::string statsText(const Stats &s) {
   if (s.blockBytesPerStep)
     out += fmt::format("; of those, the CPU keeps {} per step for a block of about {} rows, not all T",
                        s.blockBytesPerStep, MemoryPlan::kBlockRows);
+  if (s.callerBytesPerStep)
+    out += fmt::format("; the CPU reads or writes {} per step in the caller's arrays instead", s.callerBytesPerStep);
   if (s.cudaBytesPerStep) out += fmt::format("; CUDA adds {} per step", s.cudaBytesPerStep);
   if (s.roundedBytesPerRow)
     out += fmt::format("; CUDA rounds the products' float operands to {} in {} bytes per row and stream, up to {} "

@@ -31,6 +31,8 @@ struct Stats {
   int64_t bufferBytesPerStep = 0; // the workspace's buffers, per step of T
   int64_t bufferFixedBytes = 0;   // and what does not grow with T
   int64_t blockBytesPerStep = 0;  // of bufferBytesPerStep, what the CPU keeps a block of steps of (CUDA: all T)
+  int64_t callerBytesPerStep = 0; // of bufferBytesPerStep, what the CPU reads or writes in the caller's arrays
+  int64_t zeroRowBytes = 0;       // CPU: the row of zeros a caller's seed reads when there is none (float32)
   int64_t cudaBytesPerStep = 0;   // what the CUDA bundle adds (its ones)
   int64_t maskKeyBytes = 0;       // the masks' key and mode (dropout, zoneout)
   int64_t droppedParamBytes = 0;  // dropped params (DropConnect), float32, not per sequence

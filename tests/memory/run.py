@@ -18,7 +18,8 @@ every bundle target (cpu, cuda, cuda --jit):
    runtime's rnnc/workspace.h) must return, for each (T, B) of SIZES, what
    the stats say: the sum over the buffers with memory of their own of
    B·(T·bytes_per_step + fixed_bytes) (on the CPU, B·k·bytes_per_step for
-   one that keeps a block of k = block_steps(T, B) steps), each rounded up to
+   one that keeps a block of k = block_steps(T, B) steps, and nothing for
+   one in the caller's array, plus its row of zeros), each rounded up to
    workspace.align_bytes, plus cuda_bytes_per_step·T·B (rounded) and the
    rounding scratch for CUDA, plus the fixed extras (mask key, dropped
    params, loss scale, float gradient sums; each rounded), and align_bytes
@@ -58,9 +59,13 @@ def expected_bytes(stats, T, B, cuda):
     # The CPU keeps a block of steps of some buffers: rnnc/workspace.h's block_steps.
     rows = stats["block_rows"]
     block = min(T, 1 if B >= rows else (rows + B - 1) // B)
+    # and reads or writes others in the caller's arrays (with a row of zeros for a seed not passed).
     total = sum(rounded(B * block * b["bytes_per_step"]) if b.get("cpu_block") and not cuda
                 else rounded(B * (T * b["bytes_per_step"] + b["fixed_bytes"]))
-                for b in stats["workspace"]["buffers"] if "shares" not in b)
+                for b in stats["workspace"]["buffers"]
+                if "shares" not in b and not (b.get("cpu_caller") and not cuda))
+    if not cuda and stats["zero_row_bytes"]:
+        total += rounded(stats["zero_row_bytes"])
     if cuda and stats["cuda_bytes_per_step"]:
         total += rounded(B * T * stats["cuda_bytes_per_step"])
     if cuda and stats["grid_barrier_bytes"]:  # the persistent loops' grid barriers

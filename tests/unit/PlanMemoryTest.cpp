@@ -388,12 +388,14 @@ TEST_CASE("plan-memory: the kernel IR allocates the plan, and workspaceBytes is 
       for (bool cuda : {false, true}) {
         host::Carver carver(nullptr, T, B);
         for (const codegen::Buffer &b : p.buffers)
-          if (b.shares < 0 && b.block && !cuda) (void)carver.take<float>(0, host::block_steps(T, B), b.width);
+          if (b.caller && !cuda) continue; // the caller's array
+          else if (b.shares < 0 && b.block && !cuda) (void)carver.take<float>(0, host::block_steps(T, B), b.width);
           else if (b.shares < 0)
             b.index ? (void)carver.take<int32_t>(b.rowsPerStep(), b.fixedRows(), b.width)
                     : (void)carver.take<float>(b.rowsPerStep(), b.fixedRows(), b.width);
         if (cuda && p.onesWidth) carver.take<float>(1, 0, p.onesWidth);
         if (!cuda && p.panelElements) carver.take_fixed<float>(p.panelElements);
+        if (!cuda && p.zeroRowElements) carver.take_fixed<float>(p.zeroRowElements);
         if (cuda && p.gridBarrierWords) carver.take_fixed<unsigned>(p.gridBarrierWords);
         CHECK(workspaceBytes(r->m(), T, B, cuda) == carver.bytes());
       }
@@ -401,7 +403,8 @@ TEST_CASE("plan-memory: the kernel IR allocates the plan, and workspaceBytes is 
   }
 }
 
-TEST_CASE("plan-memory: the CPU runs the hoisted product and the weight gradients in blocks of their loop's steps",
+TEST_CASE("plan-memory: the CPU runs the hoisted product and the weight gradients in blocks of their loop's steps, "
+          "and uses the caller's seed and input gradient in place",
           "[passes][memory]") {
   static_assert(MemoryPlan::kBlockRows == RNNC_BLOCK_ROWS, "the plan's figures and the runtime's block_steps agree");
   auto r = planned(test::kLstmSource, Backward::All);
@@ -441,10 +444,22 @@ TEST_CASE("plan-memory: the CPU runs the hoisted product and the weight gradient
   CHECK(host::block_steps(100, 1) == 100);
   CHECK(host::block_steps(7, 3) == 7);
   CHECK(host::block_steps(5, 1000) == 1);
+  // The output's seed and the input's gradient are the caller's arrays on the CPU; the seed
+  // reads a row of zeros when none is passed.
+  int callers = 0;
+  for (size_t k = 0; k < m.buffers.size(); ++k)
+    if (m.buffers[k].caller) {
+      ++callers;
+      CHECK(m.buffers[k].shares < 0);
+      CHECK(m.buffers[k].rowsPerStep() == 1); // CUDA keeps it
+    }
+  CHECK(callers == 2);
+  CHECK(m.zeroRowElements == 128);
+  CHECK(m.callerBytesPerStep == 4 * (64 + 128));
   // Not with 16-bit storage: the stages stay in their places.
   auto half = planned(test::kLstmSource, Backward::All, TimeParallelMode::Auto, {}, DType::BF16);
   for (int l : half->m().blockLoop) CHECK(l == -1);
-  for (const WorkspaceBuffer &b : half->m().buffers) CHECK_FALSE(b.block);
+  for (const WorkspaceBuffer &b : half->m().buffers) CHECK_FALSE((b.block || b.caller));
 }
 
 TEST_CASE("plan-memory: the products with a weight get its panels, forward's and backward's shared",
