@@ -200,6 +200,7 @@ static nlohmann::json manifestOf(const Program &p, const SourceManager &sm, Targ
               {"backward", b.backward}};
     if (b.shares >= 0) e["shares"] = p.buffers[b.shares].name;
     if (b.block) e["cpu_block"] = true;
+    if (b.caller) e["cpu_caller"] = true;
     buffers.push_back(e);
   }
   m["buffers"] = buffers;

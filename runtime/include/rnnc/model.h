@@ -127,6 +127,8 @@ typedef struct rnnc_model {
    * `states`) may be NULL for zero, and so may either array. Writes
    * param_grads (flat, overwritten), and input_grads[k] / state_grads[k]
    * where not NULL ([T][B][w] and [depth][B][w], the initial states').
+   * No array may overlap another, params or ws: the CPU reads some seeds and
+   * writes some input gradients in place while backward runs.
    * Overwrites the backward part of `ws`, so a second backward needs a
    * second forward (or a copy of ws made before the first). Returns 0, or 1
    * with the reason in last_error. */
