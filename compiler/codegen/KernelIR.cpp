@@ -419,7 +419,8 @@ void ProgramBuilder::checkMemory() const {
     int owner = static_cast<int>(b);
     while (p_.buffers[owner].shares >= 0) owner = p_.buffers[owner].shares;
     const Buffer &o = p_.buffers[owner];
-    RNNC_ASSERT(o.width == buf.width && o.rowsPerStep() == buf.rowsPerStep() && o.fixedRows() == buf.fixedRows(),
+    RNNC_ASSERT(o.width == buf.width && o.rowsPerStep() == buf.rowsPerStep() && o.fixedRows() == buf.fixedRows() &&
+                    (!o.block || buf.block),
                 buf.name + ": shares memory of another shape");
     if (last[b] >= 0) memory[owner].push_back(static_cast<int>(b));
   }

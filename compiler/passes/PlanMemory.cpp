@@ -46,7 +46,8 @@
 //    such a value (forward) or reads one (after). Not at -O0, with
 //    --lengths (the packed weight gradients) or 16-bit storage. Liveness
 //    counts a stage in blocks both in its own place (CUDA runs it there)
-//    and at its loop.
+//    and at its loop; a loop's blocks that would cost CUDA's workspace
+//    sharing it had (step 8, tried with and without them) are not taken.
 //    The caller's arrays (the CPU, under the same conditions): an input's
 //    gradient that one product writes and no launch reads is written in
 //    input_grads[k] itself, and an output's seed that only fused launches
@@ -61,7 +62,8 @@
 //    one step's rows, rings and scratch stay as they are.
 // 8. Sharing: a buffer whose launches all come after another's last reuses
 //    its memory when both have the same width, padding and storage (first
-//    fit, in order of first use); ports, inputs, indices, the initial-state
+//    fit, in order of first use), and, where the owner keeps a block on the
+//    CPU, the buffer does too; ports, inputs, indices, the initial-state
 //    gradients and buffers that keep fewer than T steps never share.
 // 9. CUDA's ones (what cuBLAS multiplies to sum a vector param's gradient
 //    over every row: one wide, or the summed value's width for a width-1
@@ -165,7 +167,10 @@ private:
   void write(int buffer, int stage, int at);
   void keepSteps();
   void keepSeedSteps();
+  bool blockable(size_t b) const;
   void blockStages();
+  void markBlocks();
+  void keepCheapBlocks();
   void callerArrays();
   void chooseStorage();
   void share();
@@ -543,6 +548,13 @@ void MemoryPlanner::keepSeedSteps() {
   }
 }
 
+bool MemoryPlanner::blockable(size_t b) const {
+  const WorkspaceBuffer &buf = m_.buffers[b];
+  return !buf.saved && !buf.fixed && !buf.stepLocal && !buf.ring && !buf.lastSteps && !buf.scratch && !buf.index &&
+         buf.input < 0 && !buf.padBefore && !buf.padAfter && a_.farthest[b] == 0 && a_.writer[b] >= 0 &&
+         !ports_.count(static_cast<int>(b)) && !a_.readers[b].count(-1);
+}
+
 void MemoryPlanner::blockStages() {
   const auto &stages = c_.schedule.stages;
   const int n = static_cast<int>(stages.size());
@@ -553,13 +565,6 @@ void MemoryPlanner::blockStages() {
   // Stage s's place in run order (forward stages, then backward ones).
   auto rank = [&](int s) { return (stages[s].backward ? n : 0) + s; };
   auto sequential = [&](int s) { return s >= 0 && stages[s].loop && m_.scans[s].aggregates < 0; };
-  // A buffer that may keep a block: no padding, read at the same step only, not the host's.
-  auto blockable = [&](size_t b) {
-    const WorkspaceBuffer &buf = m_.buffers[b];
-    return !buf.saved && !buf.fixed && !buf.stepLocal && !buf.ring && !buf.lastSteps && !buf.scratch && !buf.index &&
-           buf.input < 0 && !buf.padBefore && !buf.padAfter && a_.farthest[b] == 0 && a_.writer[b] >= 0 &&
-           !ports_.count(static_cast<int>(b)) && !a_.readers[b].count(-1);
-  };
   std::vector<std::vector<size_t>> writes(stages.size()), reads(stages.size());
   for (size_t b = 0; b < m_.buffers.size(); ++b) {
     if (a_.writer[b] >= 0) writes[static_cast<size_t>(a_.writer[b])].push_back(b);
@@ -604,6 +609,14 @@ void MemoryPlanner::blockStages() {
     }
     if (ok) m_.blockLoop[s] = loop;
   }
+  keepCheapBlocks();
+}
+
+void MemoryPlanner::markBlocks() {
+  const auto &stages = c_.schedule.stages;
+  const int n = static_cast<int>(stages.size());
+  auto sequential = [&](int s) { return s >= 0 && stages[s].loop && m_.scans[s].aggregates < 0; };
+  for (WorkspaceBuffer &buf : m_.buffers) buf.block = false;
   // The values kept for a block: made and read only in one loop's blocks.
   std::vector<bool> blockUser(stages.size(), false);
   for (size_t b = 0; b < m_.buffers.size(); ++b) {
@@ -621,6 +634,41 @@ void MemoryPlanner::blockStages() {
   // A stage that neither makes nor reads such a value stays in its place.
   for (int s = 0; s < n; ++s)
     if (m_.blockLoop[s] >= 0 && !blockUser[s]) m_.blockLoop[s] = -1;
+}
+
+void MemoryPlanner::keepCheapBlocks() {
+  const std::vector<int> wanted = m_.blockLoop;
+  if (std::none_of(wanted.begin(), wanted.end(), [](int l) { return l >= 0; })) return;
+  // The CUDA workspace (every stage in its place, every step kept) with these stages in blocks.
+  auto cudaBytes = [&](const std::vector<int> &blockLoop) {
+    m_.blockLoop = blockLoop;
+    markBlocks();
+    for (WorkspaceBuffer &buf : m_.buffers) buf.shares = -1;
+    trace();
+    share();
+    int64_t bytes = 0;
+    for (const WorkspaceBuffer &buf : m_.buffers)
+      if (buf.shares < 0) bytes += buf.bytesPerStep();
+    return bytes;
+  };
+  const std::vector<int> none(wanted.size(), -1);
+  const int64_t base = cudaBytes(none);
+  std::vector<int> kept = wanted;
+  if (cudaBytes(wanted) > base) { // one loop's blocks at a time, in order
+    kept = none;
+    std::set<int> loops(wanted.begin(), wanted.end());
+    for (int loop : loops) {
+      if (loop < 0) continue;
+      std::vector<int> trial = kept;
+      for (size_t s = 0; s < wanted.size(); ++s)
+        if (wanted[s] == loop) trial[s] = loop;
+      if (cudaBytes(trial) <= base) kept = m_.blockLoop; // as markBlocks left it
+    }
+  }
+  m_.blockLoop = kept;
+  markBlocks();
+  for (WorkspaceBuffer &buf : m_.buffers) buf.shares = -1;
+  trace(); // 4, at the loops
 }
 
 void MemoryPlanner::callerArrays() {
@@ -691,19 +739,23 @@ void MemoryPlanner::share() {
     std::set<int> free; // slot numbers
     std::priority_queue<std::pair<int, int>, std::vector<std::pair<int, int>>, std::greater<>> busy; // (freeAfter, slot)
   };
-  std::map<std::tuple<int64_t, int64_t, int64_t, bool, bool>, Shape> shapes;
+  std::map<std::tuple<int64_t, int64_t, int64_t, bool>, Shape> shapes;
   std::vector<int> owner; // per slot: the buffer that owns its memory
   for (int b : candidates) {
     WorkspaceBuffer &buf = m_.buffers[b];
-    Shape &shape = shapes[{buf.width, buf.padBefore, buf.padAfter, buf.half, buf.block}];
+    Shape &shape = shapes[{buf.width, buf.padBefore, buf.padAfter, buf.half}];
     while (!shape.busy.empty() && shape.busy.top().first < a_.first[b]) {
       shape.free.insert(shape.busy.top().second);
       shape.busy.pop();
     }
+    // On the CPU a slot whose owner keeps a block holds a block: only a buffer
+    // that keeps a block too fits there; one that does fits any (CUDA: all T).
+    auto fits = [&](int slot) { return buf.block || !m_.buffers[owner[static_cast<size_t>(slot)]].block; };
+    auto free = std::find_if(shape.free.begin(), shape.free.end(), fits);
     int slot;
-    if (!shape.free.empty()) {
-      slot = *shape.free.begin();
-      shape.free.erase(shape.free.begin());
+    if (free != shape.free.end()) {
+      slot = *free;
+      shape.free.erase(free);
       buf.shares = owner[static_cast<size_t>(slot)];
     } else {
       slot = static_cast<int>(owner.size());
@@ -804,9 +856,8 @@ void MemoryPlanner::plan() {
   trace();        // 4, 5
   keepSteps();    // 6
   keepSeedSteps(); // 6
-  blockStages();  // 6
+  blockStages();  // 6, 4 again at the loops, 8 tried
   callerArrays(); // 6
-  if (std::count_if(m_.blockLoop.begin(), m_.blockLoop.end(), [](int l) { return l >= 0; })) trace(); // 4, at the loops
   chooseStorage(); // 7
   share();        // 8
   figures();      // 9
