@@ -38,9 +38,9 @@
 //    one loop run step by step reads (and the stage itself), at the same
 //    step, runs inside that loop once per block of its steps, before them
 //    (the hoisted W_ih·x); one after a loop, reading at the same step what
-//    the loop (or another such stage) writes and otherwise only what was
-//    made before the loop, runs after each block's steps (the weight
-//    gradients, W_ihᵀ·δ). A value written and read only there, at the same
+//    the loop (or the stage itself) writes and otherwise only what the host
+//    wrote or was made before the loop, runs after each block's steps (the
+//    weight gradients, W_ihᵀ·δ). A value written and read only there, at the same
 //    step, with no padding and not a port, keeps one block of steps on the
 //    CPU (WorkspaceBuffer::block); a stage runs in blocks only when it makes
 //    such a value (forward) or reads one (after). Not at -O0, with
