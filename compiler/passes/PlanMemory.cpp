@@ -167,6 +167,8 @@ private:
   void write(int buffer, int stage, int at);
   void keepSteps();
   void keepSeedSteps();
+  /// Blocks and the caller's arrays: not at -O0, with 16-bit storage or --lengths.
+  bool cpuInPlace() const;
   bool blockable(size_t b) const;
   void blockStages();
   void markBlocks();
@@ -548,6 +550,11 @@ void MemoryPlanner::keepSeedSteps() {
   }
 }
 
+bool MemoryPlanner::cpuInPlace() const {
+  if (!c_.optimize || isHalf(c_.dtype)) return false;
+  return std::none_of(g_.nodes.begin(), g_.nodes.end(), [](const Node &n) { return !n.dead && n.op == Op::Active; });
+}
+
 bool MemoryPlanner::blockable(size_t b) const {
   const WorkspaceBuffer &buf = m_.buffers[b];
   return !buf.saved && !buf.fixed && !buf.stepLocal && !buf.ring && !buf.lastSteps && !buf.scratch && !buf.index &&
@@ -559,9 +566,7 @@ void MemoryPlanner::blockStages() {
   const auto &stages = c_.schedule.stages;
   const int n = static_cast<int>(stages.size());
   m_.blockLoop.assign(stages.size(), -1);
-  bool lengths = false;
-  for (const Node &node : g_.nodes) lengths |= !node.dead && node.op == Op::Active;
-  if (!c_.optimize || isHalf(c_.dtype) || lengths) return;
+  if (!cpuInPlace()) return;
   // Stage s's place in run order (forward stages, then backward ones).
   auto rank = [&](int s) { return (stages[s].backward ? n : 0) + s; };
   auto sequential = [&](int s) { return s >= 0 && stages[s].loop && m_.scans[s].aggregates < 0; };
@@ -673,9 +678,7 @@ void MemoryPlanner::keepCheapBlocks() {
 
 void MemoryPlanner::callerArrays() {
   const auto &stages = c_.schedule.stages;
-  bool lengths = false;
-  for (const Node &node : g_.nodes) lengths |= !node.dead && node.op == Op::Active;
-  if (!c_.optimize || isHalf(c_.dtype) || lengths) return;
+  if (!cpuInPlace()) return;
   // How many ports name each buffer: one that two ports name stays in the workspace.
   std::map<int, int> named;
   auto count = [&](const Edge &e) { ++named[m_.bufferOf[e.src]]; };
