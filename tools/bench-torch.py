@@ -56,7 +56,7 @@ int main(int argc, char **argv) {
   for (long r = 0; r < runs + 20; ++r) {
     auto a = std::chrono::steady_clock::now();
     if (m->forward(ws, T, B, params, in.data(), nullptr, out.data(), fin.data(), m->has_loss ? loss : nullptr, nullptr, nullptr) ||
-        m->backward(ws, T, B, params, seeds.data(), sseeds.data(), grads, ig.data(), sg.data(), nullptr)) {
+        m->backward(ws, T, B, params, in.data(), seeds.data(), sseeds.data(), grads, ig.data(), sg.data(), nullptr)) {
       std::fprintf(stderr, "%s\n", m->last_error()); return 1; }
     auto b = std::chrono::steady_clock::now();
     if (r >= 20) t.push_back(std::chrono::duration<double, std::micro>(b - a).count());
@@ -185,7 +185,7 @@ def main():
                 def direct(ops=ops):
                     p = m._flat_params().detach()
                     res = ops.forward(lib.address, p, [x.detach()], [], T, B)
-                    ops.backward(lib.address, res[-1], p, [gy], [empty, empty], empty, T, B)
+                    ops.backward(lib.address, res[-1], p, [x.detach()], [gy], [empty, empty], empty, T, B)
 
                 fns[name + " layer"], fns[name + " ops"] = layer, direct
             med = interleaved_medians(fns, a.runs)

@@ -60,7 +60,7 @@ std::string CppPrinter::fusedKernel(const KernelIR &k) {
   for (auto [buffer, delay] : pointers) {
     const Buffer &b = p_.buffers[buffer];
     bool store = delay == 0 && written.count(buffer);
-    if (b.caller && !store) { // the caller's seed, or a row of zeros when it passed none
+    if (b.caller && b.backward && !store) { // the caller's seed, or a row of zeros when it passed none
       out += fmt::format("    const {0} *{1} = ws.{2} ? ws.{2} + {3} : ws.zeros;\n", CPrinter::elementType(b),
                          rowPointer(buffer, delay), b.name, CPrinter::rowOffset(b, delay, "r"));
       continue;

@@ -42,6 +42,7 @@ private:
   void readers();
   void paddingClears(bool backward);
   void inputCopies();
+  void inputReads();
   /// A state's last `depth` steps copied to `out`: one call from all T
   /// steps' rows, one per step from a ring (their slots may wrap around).
   std::vector<std::string> finalStateReads(const PortIR &s, const std::string &out, bool reader) const;
@@ -157,12 +158,12 @@ std::vector<std::string> HostPrinter::finalStateReads(const PortIR &s, const std
 }
 
 void HostPrinter::backward() {
-  w_.line("int backward(void *mem, int64_t T, int64_t B, const void *params, const void *const *seeds,");
-  w_.line("             const void *const *state_seeds, void *param_grads, void *const *input_grads,");
-  w_.open("             void *const *state_grads, void *stream) {{");
+  w_.line("int backward(void *mem, int64_t T, int64_t B, const void *params, const void *const *inputs,");
+  w_.line("             const void *const *seeds, const void *const *state_seeds, void *param_grads,");
+  w_.open("             void *const *input_grads, void *const *state_grads, void *stream) {{");
   if (!p_.hasBackward) {
-    w_.line("(void)mem, (void)T, (void)B, (void)params, (void)seeds, (void)state_seeds, (void)param_grads;");
-    w_.line("(void)input_grads, (void)state_grads, (void)stream;");
+    w_.line("(void)mem, (void)T, (void)B, (void)params, (void)inputs, (void)seeds, (void)state_seeds;");
+    w_.line("(void)param_grads, (void)input_grads, (void)state_grads, (void)stream;");
     w_.line("return fail_no_backward(\"{}\");", p_.name).close();
     return;
   }
@@ -177,6 +178,7 @@ void HostPrinter::backward() {
   if (p_.lossSeeded) t_.lossScale(w_, true);
   t_.clearGradients(w_);
   paddingClears(true);
+  inputReads();
   seedCopies();
   stateSeedCopies();
   t_.stages(w_, true);
@@ -208,6 +210,10 @@ void HostPrinter::paddingClears(bool backward) {
 void HostPrinter::inputCopies() {
   for (size_t k = 0; k < p_.inputs.size(); ++k) {
     const Buffer &b = p_.buffers[p_.inputs[k].buffer];
+    if (b.caller) {
+      w_.line("ws.{} = static_cast<const {} *>(inputs[{}]); // read in place", b.name, port(b), k);
+      continue;
+    }
     w_.line("{}", t_.rows(fmt::format("copy_rows(ws.{}, {}, static_cast<const {} *>(inputs[{}]), T, B, {}", b.name,
                                       b.padBefore, port(b), k, b.width)));
   }
@@ -220,6 +226,21 @@ void HostPrinter::inputCopies() {
     guarded(fmt::format("states && states[{}]", k),
             t_.rows(fmt::format("copy_rows(ws.{}, {}, static_cast<const {} *>(states[{}]), {}, B, {}", b.name, first,
                                 port(b), k, s.depth, b.width)));
+  }
+}
+
+/// backward's inputs: forward's again (ABI 7), which the CPU reads in place
+/// where forward did (Buffer::caller).
+void HostPrinter::inputReads() {
+  if (p_.inputs.empty()) {
+    w_.line("(void)inputs;");
+    return;
+  }
+  w_.line("if (!inputs) return fail_no_inputs(\"{}\", -1);", p_.name);
+  for (size_t k = 0; k < p_.inputs.size(); ++k) {
+    const Buffer &b = p_.buffers[p_.inputs[k].buffer];
+    w_.line("if (!inputs[{0}]) return fail_no_inputs(\"{1}\", {0});", k, p_.name);
+    if (b.caller) w_.line("ws.{} = static_cast<const {} *>(inputs[{}]);", b.name, port(b), k);
   }
 }
 
@@ -351,15 +372,18 @@ void HostPrinter::readers() {
 
 std::string printHostModule(const Program &p, HostTarget &t) { return HostPrinter(p, t).print(); }
 
-/// "seeds[0]" or "input_grads[1]": the caller's array a Buffer::caller is.
+/// "inputs[0]", "seeds[0]" or "input_grads[1]": the caller's array a Buffer::caller is.
 static std::string callerArray(const Program &p, const Buffer &b) {
+  for (size_t k = 0; k < p.inputs.size(); ++k)
+    if (p.inputs[k].buffer >= 0 && &p.buffers[static_cast<size_t>(p.inputs[k].buffer)] == &b)
+      return fmt::format("inputs[{}]", k);
   for (size_t k = 0; k < p.seeds.size(); ++k)
     if (p.seeds[k].buffer >= 0 && &p.buffers[static_cast<size_t>(p.seeds[k].buffer)] == &b)
       return fmt::format("seeds[{}]", k);
   for (size_t k = 0; k < p.inputGrads.size(); ++k)
     if (p.inputGrads[k].buffer >= 0 && &p.buffers[static_cast<size_t>(p.inputGrads[k].buffer)] == &b)
       return fmt::format("input_grads[{}]", k);
-  RNNC_UNREACHABLE(b.name + ": the caller's array, but no seed or input gradient");
+  RNNC_UNREACHABLE(b.name + ": the caller's array, but no input, seed or input gradient");
 }
 
 std::string workspaceStruct(const Program &p, const std::vector<std::string> &extraMembers) {
@@ -367,10 +391,11 @@ std::string workspaceStruct(const Program &p, const std::vector<std::string> &ex
   w.line("/// Every value that leaves its sweep, [padding + T + padding][B][width].");
   w.open("struct Workspace {{");
   for (const Buffer &b : p.buffers)
-    if (b.caller)
-      w.line("{}{} *{}; // [T][B][{}]: the caller's {}, set by backward", b.input >= 0 ? "const " : "", typeOf(b),
-             b.name, b.width, callerArray(p, b));
-    else
+    if (b.caller) {
+      const std::string array = callerArray(p, b);
+      w.line("{}{} *{}; // [T][B][{}]: the caller's {}, set by {}", b.input >= 0 ? "const " : "", typeOf(b), b.name,
+             b.width, array, array.rfind("inputs", 0) == 0 ? "forward and backward" : "backward");
+    } else
       w.line("{} *{}; // [{}][B][{}]{}", typeOf(b), b.name, rowsOf(b), b.width,
            b.scratch ? (b.fixed ? ": a scan's, per chunk" : ": a scan's, per step")
            : b.fixed ? ": the initial-state gradient"

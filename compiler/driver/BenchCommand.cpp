@@ -113,7 +113,7 @@ std::optional<Timing> timeModel(const rnnc_model &m, const Elaboration &e, int64
       return std::nullopt;
     }
     auto t1 = clock::now();
-    if (!forwardOnly && (m.backward(ws, T, B, dParams, seeds.data(), nullptr, dGrads, nullptr, nullptr, nullptr) != 0 ||
+    if (!forwardOnly && (m.backward(ws, T, B, dParams, inputs.data(), seeds.data(), nullptr, dGrads, nullptr, nullptr, nullptr) != 0 ||
                          m.synchronize(nullptr) != 0)) {
       fmt::print(stderr, "rnnc: error: {}\n", m.last_error());
       return std::nullopt;

@@ -459,7 +459,7 @@ bool runLoadedModel(const rnnc_model &m, const InterpInputs &in, bool grad, Inte
   for (int32_t k = 0; k < m.n_states; ++k)
     stateGrads.push_back(m.states[k].is_index ? nullptr : mem.alloc(m.states[k].depth * B * m.states[k].shape[0] * rb));
   if (!grads || !mem.error().empty()) return failed();
-  if (m.backward(ws, T, B, params, seeds.data(), stateSeeds.data(), grads, inputGrads.data(), stateGrads.data(), nullptr) !=
+  if (m.backward(ws, T, B, params, inputs.data(), seeds.data(), stateSeeds.data(), grads, inputGrads.data(), stateGrads.data(), nullptr) !=
       0) {
     error = m.last_error();
     return false;

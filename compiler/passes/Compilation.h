@@ -83,7 +83,8 @@ struct WorkspaceBuffer {
   /// step 6, MemoryPlan::blockLoop). CUDA keeps every step (rowsPerStep 1).
   bool block = false;
   /// The CPU uses the caller's array in place and the workspace has none:
-  /// an input's gradient that one product writes and nothing reads (in
+  /// an input that launches read at the same step (inputs[k], in forward
+  /// and backward), an input's gradient that one product writes and nothing reads (in
   /// input_grads[k]; skipped when that is null), or an output's seed that
   /// only fused launches read, at the same step (seeds[k]; a row of zeros
   /// when null). CUDA keeps it in the workspace.

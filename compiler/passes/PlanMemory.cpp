@@ -48,12 +48,14 @@
 //    counts a stage in blocks both in its own place (CUDA runs it there)
 //    and at its loop; a loop's blocks that would cost CUDA's workspace
 //    sharing it had (step 8, tried with and without them) are not taken.
-//    The caller's arrays (the CPU, under the same conditions): an input's
-//    gradient that one product writes and no launch reads is written in
-//    input_grads[k] itself, and an output's seed that only fused launches
-//    read, at the same step, is read in seeds[k] itself (a row of zeros
-//    when the caller passes none); neither takes workspace
-//    (WorkspaceBuffer::caller).
+//    The caller's arrays (the CPU, under the same conditions): an input
+//    that launches read at the same step (no scan, not the host) is read
+//    in inputs[k] itself, by forward and by backward (which is given the
+//    inputs again); an input's gradient that one product writes and no
+//    launch reads is written in input_grads[k] itself; an output's seed
+//    that only fused launches read, at the same step, is read in seeds[k]
+//    itself (a row of zeros when the caller passes none); none of them
+//    takes workspace (WorkspaceBuffer::caller).
 // 7. Storage (--dtype bf16|f16): a buffer that keeps every step is stored in
 //    16 bits, computed in float, unless it is read at a delay (a recurrent
 //    state: rounding it at every step would compound, so it stays float, as
@@ -696,6 +698,15 @@ void MemoryPlanner::callerArrays() {
     const WorkspaceBuffer &buf = m_.buffers[b];
     return !buf.padBefore && !buf.padAfter && !buf.index && !buf.scratch && buf.rowsPerStep() == 1 && !buf.block;
   };
+  // An input that launches read, at the same step, none of them a scan's or the host: forward
+  // reads it in inputs[k] and backward in the same array, which it is given again (ABI 7).
+  for (const GraphPort &p : g_.inputs) {
+    size_t b;
+    if (!alone(p.value, b) || a_.readers[b].empty() || a_.farthest[b] != 0) continue;
+    bool plain = true;
+    for (int r : a_.readers[b]) plain &= r >= 0 && !(stages[r].loop && m_.scans[r].aggregates >= 0);
+    if (plain) m_.buffers[b].caller = true;
+  }
   // An input's gradient that one product writes and no launch reads.
   for (const GraphPort &p : g_.grads.inputs) {
     size_t b;

@@ -3,7 +3,7 @@ ctypes: a loaded shared library, its `rnnc_model` table and calls on it.
 Nothing here knows about torch: pointers in, status codes out."""
 import ctypes as C
 
-ABI_VERSION = 6
+ABI_VERSION = 7
 DEVICE_CPU, DEVICE_CUDA = 0, 1
 
 
@@ -38,7 +38,7 @@ class Model(C.Structure):
                 ("has_lengths", C.c_int32),
                 ("workspace_bytes", C.CFUNCTYPE(C.c_int64, C.c_int64, C.c_int64)),
                 ("forward", C.CFUNCTYPE(C.c_int, _P, C.c_int64, C.c_int64, _P, _P, _P, _P, _P, _P, _P, _P)),
-                ("backward", C.CFUNCTYPE(C.c_int, _P, C.c_int64, C.c_int64, _P, _P, _P, _P, _P, _P, _P)),
+                ("backward", C.CFUNCTYPE(C.c_int, _P, C.c_int64, C.c_int64, _P, _P, _P, _P, _P, _P, _P, _P)),
                 ("read_output", C.CFUNCTYPE(None, _P, C.c_int64, C.c_int64, C.c_int32, _P, _P)),
                 ("read_final_state", C.CFUNCTYPE(None, _P, C.c_int64, C.c_int64, C.c_int32, _P, _P)),
                 ("read_loss", C.CFUNCTYPE(C.c_double, _P, C.c_int64, C.c_int64, _P)),
@@ -124,8 +124,10 @@ class Library:
                      loss, opts, stream) != 0:
             raise RuntimeError(f"{self.name}: {self.error()}")
 
-    def backward(self, ws, T, B, params, seeds, state_seeds, param_grads, input_grads, state_grads, stream=None):
-        if self._bwd(ws, T, B, params, _array(seeds), _array(state_seeds), param_grads, _array(input_grads),
+    def backward(self, ws, T, B, params, inputs, seeds, state_seeds, param_grads, input_grads, state_grads,
+                 stream=None):
+        """inputs: forward's again (the same values), which the bundle reads in place."""
+        if self._bwd(ws, T, B, params, _array(inputs), _array(seeds), _array(state_seeds), param_grads, _array(input_grads),
                      _array(state_grads), stream) != 0:
             raise RuntimeError(f"{self.name}: {self.error()}")
 

@@ -36,6 +36,21 @@ def _lookup(model):
     return lib
 
 
+def _check_inputs(lib, params, inputs, T, B):
+    """The inputs against the table, as forward takes them and backward again."""
+    dt = _dtype_of(lib)
+    if len(inputs) != len(lib.inputs):
+        raise RuntimeError(f"{lib.name} takes {len(lib.inputs)} inputs, not {len(inputs)}")
+    for x, info in zip(inputs, lib.inputs):
+        if x.device != params.device:
+            raise RuntimeError(f"{lib.name}: input '{info.name}' is on {x.device}, params on {params.device}")
+        if info.is_index:
+            if x.dtype != torch.int32 or x.numel() != T * B:
+                raise RuntimeError(f"{lib.name}: input '{info.name}' must be [T, B] int32")
+        elif x.dtype != dt or x.numel() != T * B * info.width:
+            raise RuntimeError(f"{lib.name}: input '{info.name}' must be [{T}, {B}, {info.width}] {dt}")
+
+
 def _check_args(lib, params, inputs, states, T, B):
     """The op's tensors against the table, so a direct call raises instead of handing the bundle
     short arrays (the C++ ops check the same)."""
@@ -48,16 +63,7 @@ def _check_args(lib, params, inputs, states, T, B):
     if params.dtype != dt or params.numel() != lib.param_elements:
         raise RuntimeError(f"{lib.name}: params must be {lib.param_elements} {dt} elements, not "
                            f"{params.numel()} {params.dtype}")
-    if len(inputs) != len(lib.inputs):
-        raise RuntimeError(f"{lib.name} takes {len(lib.inputs)} inputs, not {len(inputs)}")
-    for x, info in zip(inputs, lib.inputs):
-        if x.device != params.device:
-            raise RuntimeError(f"{lib.name}: input '{info.name}' is on {x.device}, params on {params.device}")
-        if info.is_index:
-            if x.dtype != torch.int32 or x.numel() != T * B:
-                raise RuntimeError(f"{lib.name}: input '{info.name}' must be [T, B] int32")
-        elif x.dtype != dt or x.numel() != T * B * info.width:
-            raise RuntimeError(f"{lib.name}: input '{info.name}' must be [{T}, {B}, {info.width}] {dt}")
+    _check_inputs(lib, params, inputs, T, B)
     if states and len(states) != len(lib.states):
         raise RuntimeError(f"{lib.name} has {len(lib.states)} states; states must be all or none, not {len(states)}")
     for v, s in zip(states, lib.states):
@@ -154,9 +160,9 @@ def _forward_fake(model, params, inputs, states, T, B, seed=-1, lengths=None, ke
     return result
 
 
-def _backward_impl(model: int, ws: Tensor, params: Tensor, output_grads: List[Tensor], state_grads: List[Tensor],
-                   loss_grad: Tensor, T: int, B: int) -> List[Tensor]:
-    """After forward on `ws`: the gradient of g * loss + sum <y, dy> + sum <s_final, ds>, where
+def _backward_impl(model: int, ws: Tensor, params: Tensor, inputs: List[Tensor], output_grads: List[Tensor],
+                   state_grads: List[Tensor], loss_grad: Tensor, T: int, B: int) -> List[Tensor]:
+    """After forward on `ws` with `inputs` (given again: the bundle reads them): the gradient of g * loss + sum <y, dy> + sum <s_final, ds>, where
     output_grads and state_grads hold dy for every output and ds for every state (empty: zero)
     and loss_grad holds g (empty: zero). Returns [param grads (flat)] + [one per input (empty
     where the objective does not reach it)] + [one per state: the initial state's gradient]."""
@@ -175,6 +181,8 @@ def _backward_impl(model: int, ws: Tensor, params: Tensor, output_grads: List[Te
         raise RuntimeError(f"{lib.name}: the workspace is not one of this model's for T={T}, B={B}")
     if view:
         ws = full_workspace(ws)
+    _check_inputs(lib, params, inputs, T, B)
+    ins = [x.contiguous() for x in inputs]
     if len(output_grads) != len(lib.outputs) or len(state_grads) != len(lib.states):
         raise RuntimeError(f"{lib.name}: backward takes one gradient per output and per state (empty for none)")
     seeded = {s.name for s in lib.seeds}
@@ -204,7 +212,8 @@ def _backward_impl(model: int, ws: Tensor, params: Tensor, output_grads: List[Te
         # The ABI's backward writes its scratch into the workspace; a copy keeps the
         # forward's intact, so backward may run again (retain_graph, gradcheck).
         w = ws.clone()
-        lib.backward(w.data_ptr(), T, B, params.data_ptr(), [None if s is None else s.data_ptr() for s in sd],
+        lib.backward(w.data_ptr(), T, B, params.data_ptr(), [x.data_ptr() for x in ins],
+                     [None if s is None else s.data_ptr() for s in sd],
                      [None if s is None else s.data_ptr() for s in ss], param_grads.data_ptr(), _ptrs(input_grads),
                      _ptrs(initial_grads), stream)
         return [param_grads] + input_grads + initial_grads
@@ -222,7 +231,7 @@ def _backward_impl(model: int, ws: Tensor, params: Tensor, output_grads: List[Te
     return [g * (2 * x - y) + (y - x) for x, y in zip(b1, b2)]
 
 
-def _backward_fake(model, ws, params, output_grads, state_grads, loss_grad, T, B):
+def _backward_fake(model, ws, params, inputs, output_grads, state_grads, loss_grad, T, B):
     lib = _lookup(model)
     dt = _dtype_of(lib)
     grad_names = {g.name for g in lib.input_grads}
@@ -235,18 +244,19 @@ def _setup_context(ctx, inputs, output):
     model, params, ins, states, T, B = inputs[:6]
     ctx.model, ctx.T, ctx.B = model, T, B
     ctx.n_inputs, ctx.has_states = len(ins), len(states) > 0
-    ctx.save_for_backward(output[-1], params)
+    ctx.save_for_backward(output[-1], params, *ins)
 
 
 def _backward_rule(ctx, grads):
-    ws, params = ctx.saved_tensors
+    ws, params, *ins = ctx.saved_tensors
     lib = _lookup(ctx.model)
     n_out, n_state = len(lib.outputs), len(lib.states)
     empty = params.new_empty(0)
     out_grads = [empty if g is None else g for g in grads[:n_out]]
     state_grads = [empty if g is None else g for g in grads[n_out:n_out + n_state]]
     g = grads[n_out + n_state]
-    res = torch.ops.rnnc_py.backward(ctx.model, ws, params, out_grads, state_grads, empty if g is None else g, ctx.T, ctx.B)
+    res = torch.ops.rnnc_py.backward(ctx.model, ws, params, ins, out_grads, state_grads, empty if g is None else g,
+                                     ctx.T, ctx.B)
     param_grads, rest = res[0], res[1:]
     input_grads = [gi if gi.numel() else None for gi in rest[:ctx.n_inputs]]
     initial_grads = list(rest[ctx.n_inputs:]) if ctx.has_states else []

@@ -96,11 +96,35 @@ def test_ops_called_directly_with_bad_arguments(lstm, binding):
         empty = torch.empty(0)
         grads = [empty] * len(lib.outputs), [empty] * len(lib.states)
         with pytest.raises(RuntimeError, match="the workspace is not one of this model's"):
-            ops.backward(lib.address, torch.empty(0, dtype=torch.uint8), p, *grads, empty, 2, 1)
+            ops.backward(lib.address, torch.empty(0, dtype=torch.uint8), p, [x], *grads, empty, 2, 1)
         with pytest.raises(RuntimeError, match="one gradient per output and per state"):
-            ops.backward(lib.address, ws, p, [], [], empty, 2, 1)
+            ops.backward(lib.address, ws, p, [x], [], [], empty, 2, 1)
+        with pytest.raises(RuntimeError, match="takes 1 inputs, not 0"):
+            ops.backward(lib.address, ws, p, [], *grads, empty, 2, 1)
+        with pytest.raises(RuntimeError, match=r"input 'x' must be \[2, 1, 3\]"):
+            ops.backward(lib.address, ws, p, [torch.randn(2, 1, 5)], *grads, empty, 2, 1)
     finally:
         use("cpp")
+
+
+def test_backward_without_the_inputs_says_so(lstm):
+    """ABI 7: backward is given forward's inputs again (the CPU reads x there for dW_ih); a
+    bundle given none fails and says so, and given them computes the gradient."""
+    lib = lstm._lib
+    T, B = 2, 1
+    p = lstm._flat_params().detach().contiguous()
+    x = torch.randn(T, B, 3)
+    ws = torch.empty(lib.workspace_bytes(T, B), dtype=torch.uint8)
+    lib.forward(ws.data_ptr(), T, B, p.data_ptr(), [x.data_ptr()], None, None, None, None)
+    seed = torch.ones(T, B, 4)
+    grads = torch.zeros(lib.param_elements)
+    with pytest.raises(RuntimeError, match=r"backward needs the inputs forward was given \(inputs is NULL\)"):
+        lib.backward(ws.data_ptr(), T, B, p.data_ptr(), None, [seed.data_ptr()], None, grads.data_ptr(), None, None)
+    with pytest.raises(RuntimeError, match=r"\(inputs\[0\] is NULL\)"):
+        lib.backward(ws.data_ptr(), T, B, p.data_ptr(), [None], [seed.data_ptr()], None, grads.data_ptr(), None, None)
+    lib.backward(ws.data_ptr(), T, B, p.data_ptr(), [x.data_ptr()], [seed.data_ptr()], None, grads.data_ptr(), None,
+                 None)
+    assert torch.isfinite(grads).all() and grads.abs().sum() > 0
 
 
 def test_abi_version_mismatch_says_so(tmp_path):

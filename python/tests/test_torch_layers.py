@@ -258,10 +258,12 @@ def test_forward_only_build_has_no_backward():
     lib = m._libs[forward_only_builds(m)[0]]
     from rnnc.torch import binding
     with torch.no_grad():
-        res = binding().forward(lib.address, m._flat_params(), [torch.randn(2, 1, 3)], [], 2, 1)
+        x = torch.randn(2, 1, 3)
+        res = binding().forward(lib.address, m._flat_params(), [x], [], 2, 1)
     empty = torch.empty(0)
     with pytest.raises(RuntimeError, match="forward-only build; it has no backward"):
-        binding().backward(lib.address, res[-1], m._flat_params().detach(), [empty, empty], [empty, empty], empty, 2, 1)
+        binding().backward(lib.address, res[-1], m._flat_params().detach(), [x], [empty, empty], [empty, empty], empty,
+                           2, 1)
 
 
 @pytest.mark.parametrize("binding", ["cpp", "custom_op"])
@@ -291,7 +293,7 @@ def test_opcheck(binding):
         names = [o.name for o in lib.outputs]
         out_grads = [gy if n == "h" else empty for n in names]
         # backward has no derivative of its own (double backward raises), so its autograd test is left out.
-        torch.library.opcheck(ops.backward.default, (lib.address, ws, params.detach(), out_grads, gs, empty, 3, 2),
+        torch.library.opcheck(ops.backward.default, (lib.address, ws, params.detach(), [x.detach()], out_grads, gs, empty, 3, 2),
                               test_utils=("test_schema", "test_faketensor", "test_aot_dispatch_dynamic"))
     finally:
         use("cpp")

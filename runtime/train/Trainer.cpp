@@ -442,7 +442,7 @@ bool trainChecked(const rnnc_model &m, std::vector<float> &params, const TrainOp
              : !largest.empty() ? " (the params are finite; the largest is " + largest + ")"
                                 : std::string());
     } else {
-      if (m.backward(ws, T, B, dParams, nullptr, nullptr, dGrads, nullptr, nullptr, nullptr)) {
+      if (m.backward(ws, T, B, dParams, inputs.data(), nullptr, nullptr, dGrads, nullptr, nullptr, nullptr)) {
         error = fmt::format("model '{}': backward failed at step {}: {}", m.name, step, m.last_error());
         return false;
       }

@@ -53,7 +53,7 @@ void noDevice(const rnnc_model &m, int64_t T, int64_t B) {
     std::printf("forward: %d: %s\n", rc, m.last_error());
     expect(rc == 1, "forward returns 1 with no GPU");
     expect(says(m, "no CUDA device"), std::string("forward's last_error says \"no CUDA device\": ") + m.last_error());
-    rc = m.backward(ws, T, B, nullptr, seeds, nullptr, nullptr, inputGrads, stateGrads, nullptr);
+    rc = m.backward(ws, T, B, nullptr, inputs, seeds, nullptr, nullptr, inputGrads, stateGrads, nullptr);
     expect(rc == 1, "backward returns 1 with no GPU");
     expect(says(m, "no CUDA device"), std::string("backward's last_error says \"no CUDA device\": ") + m.last_error());
     rc = m.synchronize(nullptr);
@@ -142,7 +142,7 @@ int withDevice(const rnnc_model &m, int64_t T, int64_t B) {
   }
   const void *seeds[1] = {dseed};
   void *inputGrads[1] = {dxg};
-  if (m.backward(ws, T, B, dP, seeds, nullptr, dG, inputGrads, nullptr, stream) != 0) {
+  if (m.backward(ws, T, B, dP, inputs, seeds, nullptr, dG, inputGrads, nullptr, stream) != 0) {
     std::fprintf(stderr, "FAILED: backward: %s\n", m.last_error());
     return 1;
   }
@@ -193,7 +193,7 @@ int withDevice(const rnnc_model &m, int64_t T, int64_t B) {
     std::vector<float> h2(h.size()), G2(G.size());
     for (int round = 0; round < 20 && !bad; ++round) {
       if (m.forward(w, T, B, dP, inputs, nullptr, outs, nullptr, nullptr, nullptr, s) != 0 ||
-          m.backward(w, T, B, dP, seeds, nullptr, wg, nullptr, nullptr, s) != 0 || m.synchronize(s) != 0) {
+          m.backward(w, T, B, dP, inputs, seeds, nullptr, wg, nullptr, nullptr, s) != 0 || m.synchronize(s) != 0) {
         std::fprintf(stderr, "thread %d: %s\n", id, m.last_error());
         bad = 1;
         break;

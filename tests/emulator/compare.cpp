@@ -204,7 +204,7 @@ bool runModel(const rnnc_model &m, const Data &d, int64_t T, int64_t B, Arrays &
     for (int32_t k = 0; k < m.n_input_grads; ++k) inputGrads.push_back(mem.alloc(T * B * m.input_grads[k].shape[0] * R));
     for (int32_t k = 0; k < m.n_states; ++k)
       stateGrads.push_back(m.states[k].is_index ? nullptr : mem.alloc(m.states[k].depth * B * m.states[k].shape[0] * R));
-    if (m.backward(ws, T, B, P, seeds.data(), m.has_state_seeds ? stateSeeds.data() : nullptr, G, inputGrads.data(),
+    if (m.backward(ws, T, B, P, inputs.data(), seeds.data(), m.has_state_seeds ? stateSeeds.data() : nullptr, G, inputGrads.data(),
                    stateGrads.data(), stream) ||
         m.synchronize(stream)) {
       std::fprintf(stderr, "compare: backward: %s\n", m.last_error());

@@ -404,7 +404,7 @@ TEST_CASE("plan-memory: the kernel IR allocates the plan, and workspaceBytes is 
 }
 
 TEST_CASE("plan-memory: the CPU runs the hoisted product and the weight gradients in blocks of their loop's steps, "
-          "and uses the caller's seed and input gradient in place",
+          "and uses the caller's input, seed and input gradient in place",
           "[passes][memory]") {
   static_assert(MemoryPlan::kBlockRows == RNNC_BLOCK_ROWS, "the plan's figures and the runtime's block_steps agree");
   auto r = planned(test::kLstmSource, Backward::All);
@@ -444,22 +444,42 @@ TEST_CASE("plan-memory: the CPU runs the hoisted product and the weight gradient
   CHECK(host::block_steps(100, 1) == 100);
   CHECK(host::block_steps(7, 3) == 7);
   CHECK(host::block_steps(5, 1000) == 1);
-  // The output's seed and the input's gradient are the caller's arrays on the CPU; the seed
-  // reads a row of zeros when none is passed.
-  int callers = 0;
+  // The input, the output's seed and the input's gradient are the caller's arrays on the CPU;
+  // the seed reads a row of zeros when none is passed.
+  int callers = 0, inputs = 0;
   for (size_t k = 0; k < m.buffers.size(); ++k)
     if (m.buffers[k].caller) {
       ++callers;
+      inputs += m.buffers[k].input >= 0 && !m.buffers[k].backward;
       CHECK(m.buffers[k].shares < 0);
       CHECK(m.buffers[k].rowsPerStep() == 1); // CUDA keeps it
     }
-  CHECK(callers == 2);
+  CHECK(callers == 3);
+  CHECK(inputs == 1);
   CHECK(m.zeroRowElements == 128);
-  CHECK(m.callerBytesPerStep == 4 * (64 + 128));
+  CHECK(m.callerBytesPerStep == 4 * (64 + 128 + 64));
   // Not with 16-bit storage: the stages stay in their places.
   auto half = planned(test::kLstmSource, Backward::All, TimeParallelMode::Auto, {}, DType::BF16);
   for (int l : half->m().blockLoop) CHECK(l == -1);
   for (const WorkspaceBuffer &b : half->m().buffers) CHECK_FALSE((b.block || b.caller));
+}
+
+TEST_CASE("plan-memory: an input read a step back or by a scan stays in the workspace", "[passes][memory]") {
+  auto inputCallers = [](const MemoryPlan &m) {
+    int n = 0;
+    for (const WorkspaceBuffer &b : m.buffers) n += b.caller && b.input >= 0 && !b.backward;
+    return n;
+  };
+  // x[t-1] reads the padding's row before the first step: the workspace's copy has it.
+  auto delayed = planned("dim H = 4\ncell C(x: [H]) -> h {\n  param W: [H, H]\n  h = tanh(W @ x[t-1] + h[t-1])\n}\n",
+                         Backward::All);
+  CHECK(inputCallers(delayed->m()) == 0);
+  // A scan reads it by chunks (docs/passes.md, the scans): a copy too.
+  auto scanned = planned("dim H = 4\ncell C(x: [H]) -> h {\n  h = 0.5 * h[t-1] + x\n}\n", Backward::All,
+                         TimeParallelMode::Scan);
+  CHECK(inputCallers(scanned->m()) == 0);
+  auto plain = planned(test::kLstmSource, Backward::All);
+  CHECK(inputCallers(plain->m()) == 1);
 }
 
 TEST_CASE("plan-memory: the products with a weight get its panels, forward's and backward's shared",

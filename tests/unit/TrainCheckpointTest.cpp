@@ -98,9 +98,11 @@ int forward(void *ws, int64_t T, int64_t B, const void *params, const void *cons
   return writeResults(readOutput, readFinalState, readLoss, ws, T, B, outputs, finals, loss);
 }
 
-int backward(void *ws, int64_t T, int64_t B, const void *, const void *const *, const void *const *, void *grads,
-             void *const *, void *const *stateGrads, void *) {
+int backward(void *ws, int64_t T, int64_t B, const void *, const void *const *inputs, const void *const *,
+             const void *const *, void *grads, void *const *, void *const *stateGrads, void *) {
   View v(ws, T, B);
+  // Forward's inputs again (ABI 7): the trainer must pass the ones forward read.
+  if (!inputs || std::memcmp(v.x, inputs[0], static_cast<size_t>(T * B * 2 * 4)) != 0) return 1;
   auto *g = static_cast<float *>(grads);
   g[0] = g[1] = g[2] = 0;
   const float scale = 2.0f / static_cast<float>(T * B);
@@ -183,8 +185,8 @@ int forward(void *ws, int64_t T, int64_t B, const void *params, const void *cons
   return writeResults(readOutput, readFinalState, readLoss, ws, T, B, outputs, finals, loss);
 }
 
-int backward(void *ws, int64_t T, int64_t B, const void *, const void *const *, const void *const *, void *grads,
-             void *const *, void *const *, void *) {
+int backward(void *ws, int64_t T, int64_t B, const void *, const void *const *, const void *const *,
+             const void *const *, void *grads, void *const *, void *const *, void *) {
   View v(ws, T, B);
   auto *dE = static_cast<float *>(grads);
   std::fill(dE, dE + V * V, 0.0f);
@@ -763,11 +765,11 @@ int countedForward(void *ws, int64_t T, int64_t B, const void *params, const voi
   return acc::forward(ws, T, B, params, inputs, states, outputs, finals, loss, options, stream);
 }
 
-int countedBackward(void *ws, int64_t T, int64_t B, const void *params, const void *const *seeds,
-                    const void *const *stateSeeds, void *grads, void *const *inputGrads, void *const *stateGrads,
-                    void *stream) {
+int countedBackward(void *ws, int64_t T, int64_t B, const void *params, const void *const *inputs,
+                    const void *const *seeds, const void *const *stateSeeds, void *grads, void *const *inputGrads,
+                    void *const *stateGrads, void *stream) {
   ++calls.backward;
-  return acc::backward(ws, T, B, params, seeds, stateSeeds, grads, inputGrads, stateGrads, stream);
+  return acc::backward(ws, T, B, params, inputs, seeds, stateSeeds, grads, inputGrads, stateGrads, stream);
 }
 
 /// Trains `m` from `init` with `o`; the result and the trained params.

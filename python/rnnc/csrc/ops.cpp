@@ -4,11 +4,11 @@
 //     none, or int32 [B] on the CPU, each sequence's steps, for a model compiled with --lengths;
 //     key: none, or one int64 on the CPU: training with it as the seed, so that a compiled graph
 //     can draw the seed with torch.randint instead of reading it with .item())
-//   rnnc::backward(model, ws, params, output_grads, state_grads, loss_grad, T, B)
+//   rnnc::backward(model, ws, params, inputs, output_grads, state_grads, loss_grad, T, B)
 //       -> [param grads] + input grads + initial-state grads
 //   rnnc::register_model(model): the ops take only tables registered here.
 // `model` is the address of a bundle's rnnc_model table (runtime/include/rnnc/model.h,
-// ABI v3), which the Python package loads with ctypes. The CPU and CUDA kernels call its
+// ABI v7), which the Python package loads with ctypes. The CPU and CUDA kernels call its
 // function pointers with torch-allocated tensors (the workspace a uint8 tensor) and, on
 // CUDA, torch's current stream. Autograd is a C++ autograd::Function; the fake kernels
 // (shapes for torch.compile) are registered from Python (rnnc/torch.py). Built by the
@@ -71,17 +71,9 @@ at::ScalarType realType(const rnnc_model *m) {
 
 void *ptrOrNull(const Tensor &t) { return t.defined() && t.numel() ? t.data_ptr() : nullptr; }
 
-// Checks that the op's tensors fit the table, so a call that bypasses the Python layer
-// raises instead of handing the bundle short arrays.
-void checkArgs(const rnnc_model *m, const Tensor &params, at::TensorList inputs, at::TensorList states, int64_t T,
-               int64_t B) {
+// Checks that `inputs` are the model's, as forward takes them and backward again.
+void checkInputs(const rnnc_model *m, const Tensor &params, at::TensorList inputs, int64_t T, int64_t B) {
   auto dt = realType(m);
-  TORCH_CHECK(T >= 1 && B >= 1, m->name, ": T and B must be at least 1, not T=", T, ", B=", B);
-  bool cuda = m->device == RNNC_DEVICE_CUDA;
-  TORCH_CHECK(params.device().is_cuda() == cuda, m->name, ": params are on ", params.device(), "; this build runs on ",
-              cuda ? "CUDA" : "the CPU");
-  TORCH_CHECK(params.scalar_type() == dt && params.numel() == m->param_elements, m->name, ": params must be ",
-              m->param_elements, " ", dt, " elements, not ", params.numel(), " ", params.scalar_type());
   TORCH_CHECK((int64_t)inputs.size() == m->n_inputs, m->name, " takes ", m->n_inputs, " inputs, not ", inputs.size());
   for (int k = 0; k < m->n_inputs; ++k) {
     const rnnc_tensor &info = m->inputs[k];
@@ -96,6 +88,20 @@ void checkArgs(const rnnc_model *m, const Tensor &params, at::TensorList inputs,
                   "' must be [", T, ", ", B, ", ", elements(info), "] ", dt);
     }
   }
+}
+
+// Checks that the op's tensors fit the table, so a call that bypasses the Python layer
+// raises instead of handing the bundle short arrays.
+void checkArgs(const rnnc_model *m, const Tensor &params, at::TensorList inputs, at::TensorList states, int64_t T,
+               int64_t B) {
+  auto dt = realType(m);
+  TORCH_CHECK(T >= 1 && B >= 1, m->name, ": T and B must be at least 1, not T=", T, ", B=", B);
+  bool cuda = m->device == RNNC_DEVICE_CUDA;
+  TORCH_CHECK(params.device().is_cuda() == cuda, m->name, ": params are on ", params.device(), "; this build runs on ",
+              cuda ? "CUDA" : "the CPU");
+  TORCH_CHECK(params.scalar_type() == dt && params.numel() == m->param_elements, m->name, ": params must be ",
+              m->param_elements, " ", dt, " elements, not ", params.numel(), " ", params.scalar_type());
+  checkInputs(m, params, inputs, T, B);
   TORCH_CHECK(states.empty() || (int64_t)states.size() == m->n_states, m->name, " has ", m->n_states,
               " states; states must be all or none, not ", states.size());
   for (size_t k = 0; k < states.size(); ++k) {
@@ -218,7 +224,7 @@ Tensor fullWorkspace(const Tensor &view) {
 // `wanted` (one per input; empty: every one) says which inputs' gradients to compute: the
 // others get no array, and the generated code skips their products (docs/runtime.md).
 std::vector<Tensor> backwardOnce(const rnnc_model *m, const Tensor &ws_, const Tensor &params,
-                                 const std::vector<Tensor> &seeds, const std::vector<Tensor> &stateSeeds, double scale,
+                                 const std::vector<const void *> &inputs, const std::vector<Tensor> &seeds, const std::vector<Tensor> &stateSeeds, double scale,
                                  int64_t T, int64_t B, bool keepWs, const std::vector<bool> &wanted) {
   auto real = params.options().dtype(realType(m));
   std::vector<Tensor> result;
@@ -247,8 +253,8 @@ std::vector<Tensor> backwardOnce(const rnnc_model *m, const Tensor &ws_, const T
     sg.push_back(result.back().data_ptr());
   }
   Tensor ws = keepWs ? ws_.clone() : ws_;
-  int rc = m->backward(ws.data_ptr(), T, B, params.data_ptr(), sd.data(), ss.data(), result[0].data_ptr(), ig.data(),
-                       sg.data(), streamOf(params.device()));
+  int rc = m->backward(ws.data_ptr(), T, B, params.data_ptr(), inputs.data(), sd.data(), ss.data(), result[0].data_ptr(),
+                       ig.data(), sg.data(), streamOf(params.device()));
   TORCH_CHECK(rc == 0, m->name, ": ", m->last_error());
   return result;
 }
@@ -257,7 +263,7 @@ std::vector<Tensor> backwardOnce(const rnnc_model *m, const Tensor &ws_, const T
 // a copy, so that the op is functional and backward may run again through one forward
 // (retain_graph, gradcheck, a compiled backward); the autograd node's first eager backward
 // runs it in place (inPlace true), and a later one on a workspace it runs forward for again.
-std::vector<Tensor> backwardImpl(int64_t model, const Tensor &wsView, const Tensor &params_,
+std::vector<Tensor> backwardImpl(int64_t model, const Tensor &wsView, const Tensor &params_, at::TensorList inputs,
                                  at::TensorList outputGrads, at::TensorList stateGrads, const Tensor &lossGrad,
                                  int64_t T, int64_t B, bool inPlace, const std::vector<bool> &wanted = {}) {
   const rnnc_model *m = lookup(model);
@@ -275,6 +281,14 @@ std::vector<Tensor> backwardImpl(int64_t model, const Tensor &wsView, const Tens
               m->name, ": the workspace is not one of this model's for T=", T, ", B=", B);
   Tensor ws = view ? fullWorkspace(wsView) : wsView;
   bool keepWs = !inPlace;
+  // Forward's inputs again: the bundle reads some of them in place (ABI 7).
+  checkInputs(m, params, inputs, T, B);
+  std::vector<Tensor> inputsKept; // contiguous copies, alive through the calls
+  std::vector<const void *> ins;
+  for (const Tensor &x : inputs) {
+    inputsKept.push_back(x.contiguous());
+    ins.push_back(inputsKept.back().data_ptr());
+  }
   TORCH_CHECK((int64_t)outputGrads.size() == m->n_outputs && (int64_t)stateGrads.size() == m->n_states, m->name,
               ": backward takes one gradient per output and per state (empty for none)");
   // Seeds in the table's order, from the gradients by output name.
@@ -307,25 +321,26 @@ std::vector<Tensor> backwardImpl(int64_t model, const Tensor &wsView, const Tens
     stateSeeds[k] = g.to(dt).contiguous();
     anySeed = true;
   }
-  if (!m->has_loss) return backwardOnce(m, ws, params, seeds, stateSeeds, 1, T, B, keepWs, wanted);
+  if (!m->has_loss) return backwardOnce(m, ws, params, ins, seeds, stateSeeds, 1, T, B, keepWs, wanted);
   double g = lossGrad.defined() && lossGrad.numel() ? lossGrad.item<double>() : 0.0;
-  if (g == 1.0) return backwardOnce(m, ws, params, seeds, stateSeeds, 1, T, B, keepWs, wanted);
+  if (g == 1.0) return backwardOnce(m, ws, params, ins, seeds, stateSeeds, 1, T, B, keepWs, wanted);
   if (!anySeed) {
-    auto r = backwardOnce(m, ws, params, seeds, stateSeeds, 1, T, B, keepWs, wanted);
+    auto r = backwardOnce(m, ws, params, ins, seeds, stateSeeds, 1, T, B, keepWs, wanted);
     for (Tensor &t : r) t.mul_(g);
     return r;
   }
   // The ABI's objective is loss + <seeds>: b(s) = dL + J's and b(2s) = dL + 2 J's,
   // so g dL + J's = g (2 b(s) - b(2s)) + b(2s) - b(s).
-  auto b1 = backwardOnce(m, ws, params, seeds, stateSeeds, 1, T, B, true, wanted);
-  auto b2 = backwardOnce(m, ws, params, seeds, stateSeeds, 2, T, B, keepWs, wanted);
+  auto b1 = backwardOnce(m, ws, params, ins, seeds, stateSeeds, 1, T, B, true, wanted);
+  auto b2 = backwardOnce(m, ws, params, ins, seeds, stateSeeds, 2, T, B, keepWs, wanted);
   for (size_t i = 0; i < b1.size(); ++i) b1[i] = g * (2 * b1[i] - b2[i]) + (b2[i] - b1[i]);
   return b1;
 }
 
-std::vector<Tensor> backwardKernel(int64_t model, const Tensor &ws, const Tensor &params, at::TensorList outputGrads,
-                                   at::TensorList stateGrads, const Tensor &lossGrad, int64_t T, int64_t B) {
-  return backwardImpl(model, ws, params, outputGrads, stateGrads, lossGrad, T, B, false);
+std::vector<Tensor> backwardKernel(int64_t model, const Tensor &ws, const Tensor &params, at::TensorList inputs,
+                                   at::TensorList outputGrads, at::TensorList stateGrads, const Tensor &lossGrad,
+                                   int64_t T, int64_t B) {
+  return backwardImpl(model, ws, params, inputs, outputGrads, stateGrads, lossGrad, T, B, false);
 }
 
 // A tensor with real storage on the CPU or CUDA, not a fake, functional or traced one.
@@ -350,12 +365,13 @@ std::vector<Tensor> callForward(int64_t model, const Tensor &params, at::TensorL
   return handle.call(model, params, inputs, states, T, B, seed, lengths, key);
 }
 
-std::vector<Tensor> callBackward(int64_t model, const Tensor &ws, const Tensor &params, at::TensorList outputGrads,
-                                 at::TensorList stateGrads, const Tensor &lossGrad, int64_t T, int64_t B) {
+std::vector<Tensor> callBackward(int64_t model, const Tensor &ws, const Tensor &params, at::TensorList inputs,
+                                 at::TensorList outputGrads, at::TensorList stateGrads, const Tensor &lossGrad,
+                                 int64_t T, int64_t B) {
   static auto handle = op("rnnc::backward")
                            .typed<std::vector<Tensor>(int64_t, const Tensor &, const Tensor &, at::TensorList,
-                                                      at::TensorList, const Tensor &, int64_t, int64_t)>();
-  return handle.call(model, ws, params, outputGrads, stateGrads, lossGrad, T, B);
+                                                      at::TensorList, at::TensorList, const Tensor &, int64_t, int64_t)>();
+  return handle.call(model, ws, params, inputs, outputGrads, stateGrads, lossGrad, T, B);
 }
 
 class Forward : public torch::autograd::Function<Forward> {
@@ -416,8 +432,9 @@ public:
     // An input that does not require grad (a batch of data) gets no gradient: its product is skipped.
     std::vector<bool> wanted;
     for (int64_t k = 0; k < nIn; ++k) wanted.push_back(saved[2 + k].requires_grad());
-    auto res = inPlace ? backwardImpl(model, ws, params, og, sg, lg.defined() ? lg : empty, T, B, true, wanted)
-                       : callBackward(model, ws, params, og, sg, lg.defined() ? lg : empty, T, B);
+    std::vector<Tensor> ins(saved.begin() + 2, saved.begin() + 2 + nIn);
+    auto res = inPlace ? backwardImpl(model, ws, params, ins, og, sg, lg.defined() ? lg : empty, T, B, true, wanted)
+                       : callBackward(model, ws, params, ins, og, sg, lg.defined() ? lg : empty, T, B);
     variable_list out;
     out.reserve(2 + nIn + nSt + 3);
     out.emplace_back(); // model
@@ -435,11 +452,11 @@ public:
 
 class Backward : public torch::autograd::Function<Backward> {
 public:
-  static variable_list forward(AutogradContext *ctx, int64_t model, const Tensor &ws, const Tensor &params,
-                               at::TensorList outputGrads, at::TensorList stateGrads, const Tensor &lossGrad, int64_t T,
-                               int64_t B) {
+  static variable_list forward(AutogradContext *, int64_t model, const Tensor &ws, const Tensor &params,
+                               at::TensorList inputs, at::TensorList outputGrads, at::TensorList stateGrads,
+                               const Tensor &lossGrad, int64_t T, int64_t B) {
     at::AutoDispatchBelowADInplaceOrView guard;
-    return callBackward(model, ws, params, outputGrads, stateGrads, lossGrad, T, B);
+    return callBackward(model, ws, params, inputs, outputGrads, stateGrads, lossGrad, T, B);
   }
   static variable_list backward(AutogradContext *, variable_list) {
     TORCH_CHECK(false, "rnnc: a gradient of a gradient (double backward) through a compiled cell is not supported: "
@@ -453,13 +470,14 @@ std::vector<Tensor> forwardAutograd(int64_t model, const Tensor &params, at::Ten
   return Forward::apply(model, params, inputs, states, T, B, seed, lengths, key);
 }
 
-std::vector<Tensor> backwardAutograd(int64_t model, const Tensor &ws, const Tensor &params, at::TensorList outputGrads,
-                                     at::TensorList stateGrads, const Tensor &lossGrad, int64_t T, int64_t B) {
+std::vector<Tensor> backwardAutograd(int64_t model, const Tensor &ws, const Tensor &params, at::TensorList inputs,
+                                     at::TensorList outputGrads, at::TensorList stateGrads, const Tensor &lossGrad,
+                                     int64_t T, int64_t B) {
   if (!at::GradMode::is_enabled()) { // the usual backward (no create_graph): no node to record
     at::AutoDispatchBelowADInplaceOrView guard;
-    return callBackward(model, ws, params, outputGrads, stateGrads, lossGrad, T, B);
+    return callBackward(model, ws, params, inputs, outputGrads, stateGrads, lossGrad, T, B);
   }
-  return Backward::apply(model, ws, params, outputGrads, stateGrads, lossGrad, T, B);
+  return Backward::apply(model, ws, params, inputs, outputGrads, stateGrads, lossGrad, T, B);
 }
 
 } // namespace
@@ -468,7 +486,7 @@ TORCH_LIBRARY(rnnc, m) {
   m.def("register_model(int model) -> ()", &registerModel);
   m.def("forward(int model, Tensor params, Tensor[] inputs, Tensor[] states, int T, int B, int seed=-1, "
         "Tensor? lengths=None, Tensor? key=None) -> Tensor[]");
-  m.def("backward(int model, Tensor ws, Tensor params, Tensor[] output_grads, Tensor[] state_grads, "
+  m.def("backward(int model, Tensor ws, Tensor params, Tensor[] inputs, Tensor[] output_grads, Tensor[] state_grads, "
         "Tensor loss_grad, int T, int B) -> Tensor[]");
 }
 

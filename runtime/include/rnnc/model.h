@@ -20,7 +20,7 @@
 extern "C" {
 #endif
 
-#define RNNC_ABI_VERSION 6
+#define RNNC_ABI_VERSION 7
 
 /* The element type of a model's real arrays (rnnc_model.dtype): params,
  * inputs, outputs, states, seeds, gradients and the loss. A 16-bit model
@@ -109,7 +109,9 @@ typedef struct rnnc_model {
 
   /* Runs T steps of B sequences on `stream` (see below). inputs[k] is
    * [T][B][w] real or [T][B] int32; states[k] is [depth][B][w] or NULL for
-   * zeros (states may be NULL). Keeps in `ws` what backward reads. Where not
+   * zeros (states may be NULL). Keeps in `ws` what backward reads but the
+   * inputs, which backward is given again (the CPU reads some in place, so
+   * no output may overlap them). Where not
    * NULL, writes output k to outputs[k] ([T][B][w]), state k's last `depth`
    * steps to final_states[k] ([depth][B][w]) and the loss (one real: the mean
    * over steps and sequences) to *loss. `options` (NULL: evaluation) says
@@ -120,21 +122,22 @@ typedef struct rnnc_model {
                  const void *const *states, void *const *outputs, void *const *final_states, void *loss,
                  const rnnc_run_options *options, void *stream);
 
-  /* After forward on the same workspace: the gradient of the objective
+  /* After forward on the same workspace, given the same `inputs` (the
+   * arrays themselves, unchanged since; never NULL): the gradient of the objective
    * (the loss, a mean over steps and sequences, plus sum <y, dy> over the
    * seeded outputs, plus <s_final, ds> over the seeded final states).
    * seeds[k] ([T][B][w]) and state_seeds[k] ([depth][B][w], indexed as
    * `states`) may be NULL for zero, and so may either array. Writes
    * param_grads (flat, overwritten), and input_grads[k] / state_grads[k]
    * where not NULL ([T][B][w] and [depth][B][w], the initial states').
-   * No array may overlap another, params or ws: the CPU reads some seeds and
-   * writes some input gradients in place while backward runs.
+   * No array may overlap another, params or ws: the CPU reads some inputs
+   * and seeds and writes some input gradients in place while backward runs.
    * Overwrites the backward part of `ws`, so a second backward needs a
    * second forward (or a copy of ws made before the first). Returns 0, or 1
    * with the reason in last_error. */
-  int (*backward)(void *ws, int64_t T, int64_t B, const void *params, const void *const *seeds,
-                  const void *const *state_seeds, void *param_grads, void *const *input_grads,
-                  void *const *state_grads, void *stream);
+  int (*backward)(void *ws, int64_t T, int64_t B, const void *params, const void *const *inputs,
+                  const void *const *seeds, const void *const *state_seeds, void *param_grads,
+                  void *const *input_grads, void *const *state_grads, void *stream);
 
   /* Results of the last forward, for callers that did not ask forward for
    * them: output k [T][B][w], state k's last `depth` steps [depth][B][w],

@@ -50,8 +50,10 @@ public:
   /// inputs[k]: [T][B][width] floats, or [T][B] int32 for an index input;
   /// states[k]: [depth][B][width] or null (zeros). Device pointers for a
   /// CUDA model. `options` (null: evaluation) is training or evaluation and
-  /// the masks' seed. Throws on a bad index or a failed CUDA call.
+  /// the masks' seed. Throws on a bad index or a failed CUDA call. backward
+  /// reads the inputs again: keep them, unchanged, until it has run.
   void forward(const void *const *inputs, const void *const *states = nullptr, const rnnc_run_options *options = nullptr) {
+    inputs_.assign(inputs, inputs ? inputs + m_.n_inputs : inputs);
     const void *p = params.data();
     if (deviceParams_) {
       if (!memory_.upload(deviceParams_, params.data(), paramBytes())) throw std::runtime_error(memory_.error());
@@ -66,7 +68,7 @@ public:
                 void *const *stateGrads = nullptr, const void *const *stateSeeds = nullptr) {
     const void *p = deviceParams_ ? deviceParams_ : params.data();
     void *g = deviceGrads_ ? deviceGrads_ : grads.data();
-    if (m_.backward(ws_, T_, B_, p, seeds, stateSeeds, g, inputGrads, stateGrads, nullptr) != 0)
+    if (m_.backward(ws_, T_, B_, p, inputs_.data(), seeds, stateSeeds, g, inputGrads, stateGrads, nullptr) != 0)
       throw std::runtime_error(m_.last_error());
     if (deviceGrads_ && !memory_.download(grads.data(), deviceGrads_, paramBytes())) throw std::runtime_error(memory_.error());
   }
@@ -99,6 +101,7 @@ private:
   rt::ModelMemory memory_; // owns the workspace (and a CUDA model's params and gradients)
   void *ws_ = nullptr;
   void *deviceParams_ = nullptr, *deviceGrads_ = nullptr;
+  std::vector<const void *> inputs_; // forward's, for backward
 };
 
 } // namespace rnnc

@@ -60,6 +60,13 @@ inline int fail_no_backward(const char *model) {
   return 1;
 }
 
+/// backward given no inputs: it takes forward's again (ABI version 7).
+inline int fail_no_inputs(const char *model, int k) {
+  last_error() = std::string(model) + ": backward needs the inputs forward was given (inputs" +
+                 (k < 0 ? std::string(" is NULL)") : "[" + std::to_string(k) + "] is NULL)");
+  return 1;
+}
+
 // Sequences of their own lengths (docs/lengths.md, "The steps past the end").
 
 /// The rows of step t that a --lengths model computes: those up to its last
