@@ -11,9 +11,14 @@
 namespace rnnc::codegen {
 namespace {
 
-int rootOf(const Program &p, int b) {
-  while (p.buffers[b].shares >= 0) b = p.buffers[b].shares;
+/// The buffer whose memory b is, on the CPU (the program's sharing) or on CUDA.
+int rootOf(const Program &p, int b, bool cuda) {
+  while ((cuda ? p.cudaShares[b] : p.buffers[b].shares) >= 0) b = cuda ? p.cudaShares[b] : p.buffers[b].shares;
   return b;
+}
+
+bool sameMemory(const Program &p, int a, int b) {
+  return rootOf(p, a, false) == rootOf(p, b, false) || rootOf(p, a, true) == rootOf(p, b, true);
 }
 
 /// How often each buffer is read or stored anywhere: by a sweep, a library
@@ -72,7 +77,7 @@ bool storesInPlace(const Program &p, Uses &u, KernelIR &k, size_t s) {
   forEachSweep(k, [&](const Sweep &other) {
     for (const Instr &in : other.body)
       for (const Operand &o : in.args)
-        if (o.kind == Operand::Kind::Load && rootOf(p, o.buffer) == rootOf(p, to)) clash = true;
+        if (o.kind == Operand::Kind::Load && sameMemory(p, o.buffer, to)) clash = true;
   });
   if (clash || countOf(u.stores, to) != 1) return false;
   std::vector<std::pair<int, int>> stores;

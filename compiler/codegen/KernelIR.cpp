@@ -357,10 +357,15 @@ void ProgramBuilder::checkMemory() const {
     int64_t before; // steps before the first the kernel runs (the initial-state gradients)
   };
   std::vector<Load> loads;
-  std::vector<int> writer(buffers, -2), first(buffers, INT_MAX), last(buffers, -1);
+  // Lives on the CPU (a stage in blocks at its loop) and on CUDA (every stage in its place).
+  std::vector<int> writer(buffers, -2), first(buffers, INT_MAX), last(buffers, -1), cudaFirst(buffers, INT_MAX),
+      cudaLast(buffers, -1);
   auto touch = [&](int b, size_t k) {
-    first[b] = std::min({first[b], order[k], blockOrder[k] < 0 ? INT_MAX : blockOrder[k]});
-    last[b] = std::max({last[b], order[k], blockOrder[k]});
+    const int at = blockOrder[k] >= 0 ? blockOrder[k] : order[k];
+    first[b] = std::min(first[b], at);
+    last[b] = std::max(last[b], at);
+    cudaFirst[b] = std::min(cudaFirst[b], order[k]);
+    cudaLast[b] = std::max(cudaLast[b], order[k]);
   };
   for (size_t k = 0; k < kernels; ++k) {
     const KernelIR &kernel = p_.kernels[k];
@@ -405,7 +410,7 @@ void ProgramBuilder::checkMemory() const {
   std::set<int> ports{p_.lossBuffer};
   for (const auto *list : {&p_.inputs, &p_.outputs, &p_.states, &p_.seeds, &p_.inputGrads, &p_.stateGrads, &p_.stateSeeds})
     for (const PortIR &port : *list) ports.insert(port.buffer);
-  std::map<int, std::vector<int>> memory; // owner -> the buffers that use its memory
+  std::map<int, std::vector<int>> memory, cudaMemory; // owner -> the buffers that use its memory
   for (size_t b = 0; b < buffers; ++b) {
     const Buffer &buf = p_.buffers[b];
     RNNC_ASSERT(!(buf.stepLocal || buf.ring) || (writer[b] >= 0 && p_.stages[writer[b]].scan.plan == LoopPlan::Sequential),
@@ -423,13 +428,25 @@ void ProgramBuilder::checkMemory() const {
                     (!o.block || buf.block),
                 buf.name + ": shares memory of another shape");
     if (last[b] >= 0) memory[owner].push_back(static_cast<int>(b));
+    int cudaOwner = static_cast<int>(b);
+    while (p_.cudaShares[cudaOwner] >= 0) cudaOwner = p_.cudaShares[cudaOwner];
+    const Buffer &c = p_.buffers[cudaOwner];
+    RNNC_ASSERT(!ports.count(static_cast<int>(b)) || p_.cudaShares[b] < 0, buf.name + ": a port's buffer shares on CUDA");
+    RNNC_ASSERT(c.width == buf.width && c.rowsPerStep() == buf.rowsPerStep() && c.fixedRows() == buf.fixedRows(),
+                buf.name + ": shares memory of another shape on CUDA");
+    if (cudaLast[b] >= 0) cudaMemory[cudaOwner].push_back(static_cast<int>(b));
   }
-  for (auto &[owner, users] : memory) {
-    std::sort(users.begin(), users.end(), [&](int x, int y) { return first[x] < first[y]; });
-    for (size_t i = 1; i < users.size(); ++i)
-      RNNC_ASSERT(last[users[i - 1]] < first[users[i]], p_.buffers[users[i]].name + " and " +
-                                                            p_.buffers[users[i - 1]].name + " share memory while both live");
-  }
+  auto apart = [&](std::map<int, std::vector<int>> &owners, const std::vector<int> &from, const std::vector<int> &to,
+                   const char *target) {
+    for (auto &[owner, users] : owners) {
+      std::sort(users.begin(), users.end(), [&](int x, int y) { return from[x] < from[y]; });
+      for (size_t i = 1; i < users.size(); ++i)
+        RNNC_ASSERT(to[users[i - 1]] < from[users[i]], p_.buffers[users[i]].name + " and " + p_.buffers[users[i - 1]].name +
+                                                           " share memory while both live (" + target + ")");
+    }
+  };
+  apart(memory, first, last, "the CPU");
+  apart(cudaMemory, cudaFirst, cudaLast, "CUDA");
 }
 
 bool ProgramBuilder::build(std::string &error) {
@@ -439,6 +456,11 @@ bool ProgramBuilder::build(std::string &error) {
   depths_ = stateDepths(g_);
   layoutParams();
   p_.buffers = m_.buffers;
+  // The CPU's sharing is the program's; CUDA's waits in cudaShares (keepEveryStep).
+  for (Buffer &b : p_.buffers) {
+    p_.cudaShares.push_back(b.shares);
+    b.shares = b.cpuShares;
+  }
   p_.onesWidth = m_.onesWidth;
   p_.panelElements = m_.panelElements;
   p_.zeroRowElements = m_.zeroRowElements;
@@ -579,7 +601,10 @@ void markInputGradientProducts(Program &p) {
 } // namespace
 
 void keepEveryStep(Program &p) {
-  for (Buffer &b : p.buffers) b.block = b.caller = false;
+  for (size_t b = 0; b < p.buffers.size(); ++b) {
+    p.buffers[b].block = p.buffers[b].caller = false;
+    p.buffers[b].shares = p.cudaShares[b];
+  }
   for (StageIR &s : p.stages) s.blockLoop = -1;
   p.zeroRowElements = 0;
 }

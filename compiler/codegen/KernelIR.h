@@ -183,7 +183,8 @@ struct PortIR {
 struct Program {
   std::string name;
   std::map<std::string, int64_t> dims; // the file's dims after -D (for the manifest; set by the driver)
-  std::vector<Buffer> buffers; // plan-memory's, in its order
+  std::vector<Buffer> buffers; // plan-memory's, in its order; `shares` the CPU's (cpuShares) until keepEveryStep
+  std::vector<int> cudaShares; // per buffer: the memory it shares on CUDA (the plan's `shares`), or -1
   int64_t onesWidth = 0;       // CUDA: [T][B][onesWidth] ones (plan-memory's)
   std::vector<KernelIR> kernels;
   std::vector<StageIR> stages; // forward stages, then backward stages, in issue order
@@ -218,7 +219,8 @@ inline const char *portType(const Program &p) { return isHalf(p.dtype) ? "store"
 /// The CUDA bundle's program: every stage in its own place and every buffer
 /// keeping all T in the workspace (a persistent loop reads its hoisted
 /// products for all T in one launch), not the CPU's blocks of steps
-/// (Buffer::block) nor its use of the caller's arrays (Buffer::caller).
+/// (Buffer::block) nor its use of the caller's arrays (Buffer::caller), and
+/// CUDA's sharing (Program::cudaShares) for the CPU's.
 void keepEveryStep(Program &p);
 
 /// Builds the kernel IR of a scheduled compilation whose memory is planned

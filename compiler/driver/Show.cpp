@@ -163,6 +163,9 @@ std::string memoryText(const Compilation &c) {
     if (b.block) what += fmt::format("{}CPU: a block of steps", what.empty() ? "" : ", ");
     if (b.caller) what += fmt::format("{}CPU: the caller's array", what.empty() ? "" : ", ");
     if (b.shares >= 0) what += fmt::format("{}shares {}", what.empty() ? "" : ", ", m.buffers[b.shares].name);
+    if (b.cpuShares != b.shares) // the CPU's stages in blocks live at their loops: its own sharing
+      what += fmt::format("{}CPU: {}", what.empty() ? "" : ", ",
+                          b.cpuShares >= 0 ? "shares " + m.buffers[b.cpuShares].name : std::string("its own memory"));
     out += fmt::format("  {}{}: [{}][B][{}]{}{}\n", b.name, b.node == kNoNode ? "" : fmt::format(" (%{})", b.node),
                        bufferRows(b), b.width, b.index ? " int32" : "", what.empty() ? "" : "  " + what);
   }

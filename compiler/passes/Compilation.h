@@ -73,7 +73,11 @@ struct WorkspaceBuffer {
   /// only by loops run step by step: slot 0 holds the zeros every earlier
   /// step reads, slots 1 .. lastSteps steps T - lastSteps .. T - 1 (0: all T).
   int lastSteps = 0;
-  int shares = -1;        // the buffer whose memory it reuses (their lives do not overlap), or -1
+  /// The buffer whose memory it reuses (their lives do not overlap), or -1:
+  /// with every stage in its own place (CUDA; in a codegen::Program, the
+  /// program's target's), and with the CPU's stages in blocks at their loops.
+  int shares = -1;
+  int cpuShares = -1;
   bool scratch = false;   // a scan's own memory (chunk aggregates, carries, Newton's coefficients)
   bool saved = false;     // a forward value backward reads: kept for every step
   bool half = false;      // stored in 16 bits (--dtype bf16|f16; plan-memory's step 7 says which)
@@ -174,11 +178,14 @@ struct MemoryPlan {
   /// steps (rnnc/workspace.h's RNNC_BLOCK_ROWS; a multiple of the weight
   /// gradients' 256-row chunks for B a power of two).
   static constexpr int64_t kBlockRows = 512;
-  // Per sequence, float32. Bytes of the buffers with memory of their own:
+  // Per sequence, float32. Bytes of the buffers with memory of their own (CUDA's sharing):
   int64_t bytesPerStep = 0;         // per step of T
   int64_t fixedBytes = 0;           // rows that do not grow with T
   int64_t unsharedBytesPerStep = 0; // the same per step without sharing
   int64_t savedBytesPerStep = 0;    // of those, forward values backward reads
+  // The same with the CPU's sharing (cpuShares), every buffer counted for all T:
+  int64_t cpuBytesPerStep = 0;
+  int64_t cpuFixedBytes = 0;
   int64_t blockBytesPerStep = 0;    // of those, what the CPU keeps a block of steps of instead
   int64_t callerBytesPerStep = 0;   // of those, what the CPU reads or writes in the caller's arrays instead
   int64_t zeroRowElements = 0;      // CPU: a row of zeros a caller's seed reads when the caller passes none

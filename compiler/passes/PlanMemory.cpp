@@ -44,10 +44,11 @@
 //    step, with no padding and not a port, keeps one block of steps on the
 //    CPU (WorkspaceBuffer::block); a stage runs in blocks only when it makes
 //    such a value (forward) or reads one (after). Not at -O0, with
-//    --lengths (the packed weight gradients) or 16-bit storage. Liveness
-//    counts a stage in blocks both in its own place (CUDA runs it there)
-//    and at its loop; a loop's blocks that would cost CUDA's workspace
-//    sharing it had (step 8, tried with and without them) are not taken.
+//    --lengths (the packed weight gradients) or 16-bit storage. CUDA runs
+//    every stage in its own place, so each target gets its own sharing
+//    (step 8); since a stage at its loop lives longer and may share less,
+//    a loop's blocks are kept where they lower the CPU's workspace at four
+//    blocks' rows of T·B (tried one loop at a time, and all of them).
 //    The caller's arrays (the CPU, under the same conditions): an input
 //    that launches read at the same step (no scan, not the host) is read
 //    in inputs[k] itself, by forward and by backward (which is given the
@@ -64,9 +65,11 @@
 //    one step's rows, rings and scratch stay as they are.
 // 8. Sharing: a buffer whose launches all come after another's last reuses
 //    its memory when both have the same width, padding and storage (first
-//    fit, in order of first use), and, where the owner keeps a block on the
-//    CPU, the buffer does too; ports, inputs, indices, the initial-state
-//    gradients and buffers that keep fewer than T steps never share.
+//    fit, in order of first use); ports, inputs, indices, the initial-state
+//    gradients and buffers that keep fewer than T steps never share. Once
+//    for CUDA, every stage in its place (WorkspaceBuffer::shares), once for
+//    the CPU, a stage in blocks at its loop, where a buffer that keeps a
+//    block takes only a block's slot (WorkspaceBuffer::cpuShares).
 // 9. CUDA's ones (what cuBLAS multiplies to sum a vector param's gradient
 //    over every row: one wide, or the summed value's width for a width-1
 //    param), the masks' key (4 words, when the graph has keep ops), the
@@ -160,7 +163,9 @@ private:
   void pinPorts();
   void padDelays();
   std::optional<Load> load(const Edge &e) const;
-  void trace();
+  /// Where a stage in blocks runs, for liveness: in its own place (CUDA) or at its loop (the CPU).
+  enum class Places { Own, Loops };
+  void trace(Places places = Places::Own);
   void traceLaunch(const Kernel &k, int stage, int at);
   void traceInitialStateGradients(int at);
   /// Whether value `id` is zero at every step up to `last` (< 0), before the first.
@@ -174,10 +179,12 @@ private:
   bool blockable(size_t b) const;
   void blockStages();
   void markBlocks();
-  void keepCheapBlocks();
+  /// A loop's blocks kept where they pay on the CPU (at 4 blocks' rows).
+  void keepPayingBlocks();
   void callerArrays();
   void chooseStorage();
-  void share();
+  /// Step 8 on the liveness trace() last computed: the owner of each buffer's memory, or -1.
+  std::vector<int> share(bool cpu) const;
   void panels();
   void figures();
 
@@ -479,7 +486,7 @@ void MemoryPlanner::traceInitialStateGradients(int at) {
   }
 }
 
-void MemoryPlanner::trace() {
+void MemoryPlanner::trace(Places places) {
   size_t count = m_.buffers.size();
   a_ = {std::vector<int>(count, -1), std::vector<std::set<int>>(count), std::vector<int32_t>(count, 0),
         std::vector<int>(count, INT_MAX), std::vector<int>(count, -1), std::vector<bool>(count, false),
@@ -492,10 +499,9 @@ void MemoryPlanner::trace() {
     for (size_t s = 0; s < stages.size(); ++s)
       if (stages[s].backward == backward) order[s] = at++;
   for (size_t s = 0; s < stages.size(); ++s) {
-    for (const Kernel &k : stages[s].kernels) traceLaunch(k, static_cast<int>(s), order[s]);
-    const int loop = m_.blockLoop.empty() ? -1 : m_.blockLoop[s];
-    if (loop >= 0) // on the CPU it runs at its loop
-      for (const Kernel &k : stages[s].kernels) traceLaunch(k, static_cast<int>(s), order[static_cast<size_t>(loop)]);
+    const int loop = places == Places::Loops && !m_.blockLoop.empty() ? m_.blockLoop[s] : -1;
+    const int at = loop >= 0 ? order[static_cast<size_t>(loop)] : order[s]; // the CPU runs it at its loop
+    for (const Kernel &k : stages[s].kernels) traceLaunch(k, static_cast<int>(s), at);
   }
   traceInitialStateGradients(at);
   for (size_t b = 0; b < count; ++b) {
@@ -616,7 +622,41 @@ void MemoryPlanner::blockStages() {
     }
     if (ok) m_.blockLoop[s] = loop;
   }
-  keepCheapBlocks();
+  keepPayingBlocks();
+}
+
+void MemoryPlanner::keepPayingBlocks() {
+  const std::vector<int> wanted = m_.blockLoop;
+  if (std::none_of(wanted.begin(), wanted.end(), [](int l) { return l >= 0; })) return;
+  // The CPU's workspace per sequence at kPayRows rows (T·B) with these stages in blocks.
+  constexpr int64_t kPayRows = 4 * MemoryPlan::kBlockRows;
+  auto cpuBytes = [&](const std::vector<int> &blockLoop) {
+    m_.blockLoop = blockLoop;
+    markBlocks();
+    trace(Places::Loops);
+    const std::vector<int> shares = share(true);
+    int64_t bytes = 0;
+    for (size_t b = 0; b < m_.buffers.size(); ++b)
+      if (shares[b] < 0) bytes += m_.buffers[b].bytesPerStep() * (m_.buffers[b].block ? MemoryPlan::kBlockRows : kPayRows);
+    return bytes;
+  };
+  // One loop's blocks at a time, in order, each kept where it lowers the bytes; or all of them.
+  std::vector<int> kept(wanted.size(), -1);
+  int64_t best = cpuBytes(kept);
+  for (int loop : std::set<int>(wanted.begin(), wanted.end())) {
+    if (loop < 0) continue;
+    std::vector<int> trial = kept;
+    for (size_t s = 0; s < wanted.size(); ++s)
+      if (wanted[s] == loop) trial[s] = loop;
+    if (const int64_t bytes = cpuBytes(trial); bytes < best) {
+      best = bytes;
+      kept = m_.blockLoop; // as markBlocks left it
+    }
+  }
+  if (cpuBytes(wanted) < best) kept = m_.blockLoop;
+  m_.blockLoop = kept;
+  markBlocks();
+  trace();
 }
 
 void MemoryPlanner::markBlocks() {
@@ -641,41 +681,6 @@ void MemoryPlanner::markBlocks() {
   // A stage that neither makes nor reads such a value stays in its place.
   for (int s = 0; s < n; ++s)
     if (m_.blockLoop[s] >= 0 && !blockUser[s]) m_.blockLoop[s] = -1;
-}
-
-void MemoryPlanner::keepCheapBlocks() {
-  const std::vector<int> wanted = m_.blockLoop;
-  if (std::none_of(wanted.begin(), wanted.end(), [](int l) { return l >= 0; })) return;
-  // The CUDA workspace (every stage in its place, every step kept) with these stages in blocks.
-  auto cudaBytes = [&](const std::vector<int> &blockLoop) {
-    m_.blockLoop = blockLoop;
-    markBlocks();
-    for (WorkspaceBuffer &buf : m_.buffers) buf.shares = -1;
-    trace();
-    share();
-    int64_t bytes = 0;
-    for (const WorkspaceBuffer &buf : m_.buffers)
-      if (buf.shares < 0) bytes += buf.bytesPerStep();
-    return bytes;
-  };
-  const std::vector<int> none(wanted.size(), -1);
-  const int64_t base = cudaBytes(none);
-  std::vector<int> kept = wanted;
-  if (cudaBytes(wanted) > base) { // one loop's blocks at a time, in order
-    kept = none;
-    std::set<int> loops(wanted.begin(), wanted.end());
-    for (int loop : loops) {
-      if (loop < 0) continue;
-      std::vector<int> trial = kept;
-      for (size_t s = 0; s < wanted.size(); ++s)
-        if (wanted[s] == loop) trial[s] = loop;
-      if (cudaBytes(trial) <= base) kept = m_.blockLoop; // as markBlocks left it
-    }
-  }
-  m_.blockLoop = kept;
-  markBlocks();
-  for (WorkspaceBuffer &buf : m_.buffers) buf.shares = -1;
-  trace(); // 4, at the loops
 }
 
 void MemoryPlanner::callerArrays() {
@@ -737,7 +742,8 @@ void MemoryPlanner::chooseStorage() {
   }
 }
 
-void MemoryPlanner::share() {
+std::vector<int> MemoryPlanner::share(bool cpu) const {
+  std::vector<int> shares(m_.buffers.size(), -1);
   std::vector<int> candidates;
   for (size_t b = 0; b < m_.buffers.size(); ++b) {
     const WorkspaceBuffer &buf = m_.buffers[b];
@@ -756,7 +762,7 @@ void MemoryPlanner::share() {
   std::map<std::tuple<int64_t, int64_t, int64_t, bool>, Shape> shapes;
   std::vector<int> owner; // per slot: the buffer that owns its memory
   for (int b : candidates) {
-    WorkspaceBuffer &buf = m_.buffers[b];
+    const WorkspaceBuffer &buf = m_.buffers[b];
     Shape &shape = shapes[{buf.width, buf.padBefore, buf.padAfter, buf.half}];
     while (!shape.busy.empty() && shape.busy.top().first < a_.first[b]) {
       shape.free.insert(shape.busy.top().second);
@@ -764,19 +770,20 @@ void MemoryPlanner::share() {
     }
     // On the CPU a slot whose owner keeps a block holds a block: only a buffer
     // that keeps a block too fits there; one that does fits any (CUDA: all T).
-    auto fits = [&](int slot) { return buf.block || !m_.buffers[owner[static_cast<size_t>(slot)]].block; };
+    auto fits = [&](int slot) { return !cpu || buf.block || !m_.buffers[owner[static_cast<size_t>(slot)]].block; };
     auto free = std::find_if(shape.free.begin(), shape.free.end(), fits);
     int slot;
     if (free != shape.free.end()) {
       slot = *free;
       shape.free.erase(free);
-      buf.shares = owner[static_cast<size_t>(slot)];
+      shares[static_cast<size_t>(b)] = owner[static_cast<size_t>(slot)];
     } else {
       slot = static_cast<int>(owner.size());
       owner.push_back(b);
     }
     shape.busy.push({a_.last[b], slot});
   }
+  return shares;
 }
 
 /// The products with a weight (MatMul, MatMulT of a param), in a loop or of
@@ -849,11 +856,16 @@ void MemoryPlanner::figures() {
   for (const WorkspaceBuffer &b : m_.buffers) {
     m_.unsharedBytesPerStep += b.bytesPerStep();
     if (b.saved) m_.savedBytesPerStep += b.bytesPerStep();
-    if (b.shares >= 0) continue;
-    m_.bytesPerStep += b.bytesPerStep();
-    if (b.block) m_.blockBytesPerStep += b.bytesPerStep();
-    if (b.caller) m_.callerBytesPerStep += b.bytesPerStep();
-    m_.fixedBytes += b.fixedBytes();
+    if (b.shares < 0) {
+      m_.bytesPerStep += b.bytesPerStep();
+      m_.fixedBytes += b.fixedBytes();
+    }
+    if (b.cpuShares < 0) {
+      m_.cpuBytesPerStep += b.bytesPerStep();
+      m_.cpuFixedBytes += b.fixedBytes();
+      if (b.block) m_.blockBytesPerStep += b.bytesPerStep();
+      if (b.caller) m_.callerBytesPerStep += b.bytesPerStep();
+    }
   }
 }
 
@@ -870,10 +882,16 @@ void MemoryPlanner::plan() {
   trace();        // 4, 5
   keepSteps();    // 6
   keepSeedSteps(); // 6
-  blockStages();  // 6, 4 again at the loops, 8 tried
+  blockStages();  // 6
   callerArrays(); // 6
   chooseStorage(); // 7
-  share();        // 8
+  const std::vector<int> cuda = share(false); // 8, every stage in its place
+  trace(Places::Loops);                       // 4 again, the CPU's
+  const std::vector<int> cpu = share(true);   // 8
+  for (size_t b = 0; b < m_.buffers.size(); ++b) {
+    m_.buffers[b].shares = cuda[b];
+    m_.buffers[b].cpuShares = cpu[b];
+  }
   figures();      // 9
   m_.planned = true;
 }

@@ -57,6 +57,8 @@ Stats computeStats(const Compilation &c) {
   s.savedBytesPerStep = c.memory.savedBytesPerStep;
   s.bufferBytesPerStep = c.memory.bytesPerStep;
   s.bufferFixedBytes = c.memory.fixedBytes;
+  s.cpuBytesPerStep = c.memory.cpuBytesPerStep;
+  s.cpuFixedBytes = c.memory.cpuFixedBytes;
   s.blockBytesPerStep = c.memory.blockBytesPerStep;
   s.callerBytesPerStep = c.memory.callerBytesPerStep;
   s.zeroRowBytes = 4 * c.memory.zeroRowElements;
@@ -82,7 +84,7 @@ int64_t workspaceBytes(const MemoryPlan &m, int64_t T, int64_t B, bool cuda) {
   static_assert(MemoryPlan::kBlockRows == RNNC_BLOCK_ROWS, "the plan's figures and rnnc/workspace.h agree");
   const int64_t blockSteps = host::block_steps(T, B);
   for (const WorkspaceBuffer &b : m.buffers)
-    if (b.shares >= 0 || (b.caller && !cuda)) continue; // the CPU uses the caller's array
+    if ((cuda ? b.shares : b.cpuShares) >= 0 || (b.caller && !cuda)) continue; // the CPU uses the caller's array
     else if (b.block && !cuda) total += aligned(B * blockSteps * b.bytesPerStep());
     else total += aligned(B * (T * b.bytesPerStep() + b.fixedBytes()));
   if (!cuda && m.zeroRowElements) total += aligned(4 * m.zeroRowElements);
@@ -128,6 +130,8 @@ nlohmann::json statsJson(const Stats &s) {
                         {"bytes_per_step", b.bytesPerStep()},
                         {"fixed_bytes", b.fixedBytes()}};
     if (b.shares >= 0) e["shares"] = s.buffers[b.shares].name;
+    if (b.cpuShares != b.shares) // the CPU's sharing, where it differs (null: memory of its own)
+      e["cpu_shares"] = b.cpuShares >= 0 ? nlohmann::json(s.buffers[b.cpuShares].name) : nlohmann::json(nullptr);
     if (b.block) e["cpu_block"] = true;
     if (b.caller) e["cpu_caller"] = true;
     buffers.push_back(e);
@@ -138,6 +142,8 @@ nlohmann::json statsJson(const Stats &s) {
           {"saved_bytes_per_step", s.savedBytesPerStep},
           {"buffer_bytes_per_step", s.bufferBytesPerStep},
           {"buffer_fixed_bytes", s.bufferFixedBytes},
+          {"cpu_buffer_bytes_per_step", s.cpuBytesPerStep},
+          {"cpu_buffer_fixed_bytes", s.cpuFixedBytes},
           {"block_bytes_per_step", s.blockBytesPerStep},
           {"block_rows", MemoryPlan::kBlockRows},
           {"caller_bytes_per_step", s.callerBytesPerStep},
@@ -169,11 +175,17 @@ std::string statsText(const Stats &s) {
                        d->flopsInLoops,
                        d->flopsHoisted);
   }
-  int sharing = 0;
-  for (const WorkspaceBuffer &b : s.buffers) sharing += b.shares >= 0;
+  int sharing = 0, cpuSharing = 0;
+  for (const WorkspaceBuffer &b : s.buffers) {
+    sharing += b.shares >= 0;
+    cpuSharing += b.cpuShares >= 0;
+  }
   out += fmt::format("streams: {}\nsaved for backward: {} bytes per step and sequence\n", s.streams, s.savedBytesPerStep);
   out += fmt::format("workspace: {} bytes per step and sequence plus {} per sequence, {} buffers ({} sharing memory)",
                      s.bufferBytesPerStep, s.bufferFixedBytes, s.buffers.size(), sharing);
+  if (s.cpuBytesPerStep != s.bufferBytesPerStep || s.cpuFixedBytes != s.bufferFixedBytes || cpuSharing != sharing)
+    out += fmt::format("; the CPU's sharing: {} per step plus {} per sequence ({} sharing memory)", s.cpuBytesPerStep,
+                       s.cpuFixedBytes, cpuSharing);
   if (s.blockBytesPerStep)
     out += fmt::format("; of those, the CPU keeps {} per step for a block of about {} rows, not all T",
                        s.blockBytesPerStep, MemoryPlan::kBlockRows);

@@ -28,10 +28,12 @@ struct Stats {
   DType dtype = DType::F32; // --dtype: a 16-bit buffer's elements are 2 bytes
   // Memory, per sequence, float32 (c.memory):
   int64_t savedBytesPerStep = 0;  // forward values backward reads
-  int64_t bufferBytesPerStep = 0; // the workspace's buffers, per step of T
+  int64_t bufferBytesPerStep = 0; // the workspace's buffers, per step of T (CUDA's sharing)
   int64_t bufferFixedBytes = 0;   // and what does not grow with T
-  int64_t blockBytesPerStep = 0;  // of bufferBytesPerStep, what the CPU keeps a block of steps of (CUDA: all T)
-  int64_t callerBytesPerStep = 0; // of bufferBytesPerStep, what the CPU reads or writes in the caller's arrays
+  int64_t cpuBytesPerStep = 0;    // the same with the CPU's sharing, every buffer counted for all T
+  int64_t cpuFixedBytes = 0;
+  int64_t blockBytesPerStep = 0;  // of cpuBytesPerStep, what the CPU keeps a block of steps of (CUDA: all T)
+  int64_t callerBytesPerStep = 0; // of cpuBytesPerStep, what the CPU reads or writes in the caller's arrays
   int64_t zeroRowBytes = 0;       // CPU: the row of zeros a caller's seed reads when there is none (float32)
   int64_t cudaBytesPerStep = 0;   // what the CUDA bundle adds (its ones)
   int64_t maskKeyBytes = 0;       // the masks' key and mode (dropout, zoneout)

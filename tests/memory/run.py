@@ -52,6 +52,14 @@ def run(cmd):
     return p.stdout
 
 
+def owns(b, cuda):
+    """Whether buffer b has memory of its own on the target: CUDA's sharing is "shares", the CPU's
+    "cpu_shares" where it differs (null: memory of its own)."""
+    if not cuda and "cpu_shares" in b:
+        return b["cpu_shares"] is None
+    return "shares" not in b
+
+
 def expected_bytes(stats, T, B, cuda):
     """workspace_bytes(T, B) by the plan, as the Carver of rnnc/workspace.h counts."""
     align = stats["workspace"]["align_bytes"]
@@ -63,7 +71,7 @@ def expected_bytes(stats, T, B, cuda):
     total = sum(rounded(B * block * b["bytes_per_step"]) if b.get("cpu_block") and not cuda
                 else rounded(B * (T * b["bytes_per_step"] + b["fixed_bytes"]))
                 for b in stats["workspace"]["buffers"]
-                if "shares" not in b and not (b.get("cpu_caller") and not cuda))
+                if owns(b, cuda) and not (b.get("cpu_caller") and not cuda))
     if not cuda and stats["zero_row_bytes"]:
         total += rounded(stats["zero_row_bytes"])
     if cuda and stats["cuda_bytes_per_step"]:
@@ -89,8 +97,11 @@ def check_totals(stats, plan_text):
     bad = []
     buffers = stats["workspace"]["buffers"]
     own = [b for b in buffers if "shares" not in b]
+    cpu_own = [b for b in buffers if owns(b, False)]
     sums = {"buffer_bytes_per_step": sum(b["bytes_per_step"] for b in own),
             "buffer_fixed_bytes": sum(b["fixed_bytes"] for b in own),
+            "cpu_buffer_bytes_per_step": sum(b["bytes_per_step"] for b in cpu_own),
+            "cpu_buffer_fixed_bytes": sum(b["fixed_bytes"] for b in cpu_own),
             "saved_bytes_per_step": sum(b["bytes_per_step"] for b in buffers if b["saved"])}
     for key, value in sums.items():
         if stats[key] != value:
@@ -108,10 +119,14 @@ def check_totals(stats, plan_text):
     return bad
 
 
-def check_manifest(stats, manifest):
-    """The manifest's buffers against the plan's."""
+def check_manifest(stats, manifest, cuda):
+    """The manifest's buffers against the plan's: each bundle lists its target's sharing."""
     keys = ["name", "width", "pad_before", "pad_after", "steps", "dtype", "backward", "shares"]
     plan = [{k: b.get(k) for k in keys} for b in stats["workspace"]["buffers"]]
+    if not cuda:
+        for p, b in zip(plan, stats["workspace"]["buffers"]):
+            if "cpu_shares" in b:
+                p["shares"] = b["cpu_shares"]
     listed = [{k: b.get(k) for k in keys} for b in manifest["buffers"]]
     if plan == listed:
         return []
@@ -188,7 +203,7 @@ def bundle_case(rnnc, sample, mode, work):
             if code is None:
                 case["errors"].append(f"{target}: no Workspace, layout() and workspace_bytes() in the source")
                 continue
-            case["errors"] += [f"{target}: {e}" for e in check_manifest(case["stats"], manifest)]
+            case["errors"] += [f"{target}: {e}" for e in check_manifest(case["stats"], manifest, target != "cpu")]
             case["targets"][target] = code
     except (RuntimeError, OSError, ValueError, IndexError, KeyError) as e:
         case["errors"].append(str(e))

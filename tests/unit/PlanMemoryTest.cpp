@@ -15,6 +15,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <fstream>
 #include <map>
 
 using namespace rnnc;
@@ -378,8 +380,11 @@ TEST_CASE("plan-memory: the kernel IR allocates the plan, and workspaceBytes is 
     for (size_t b = 0; b < p.buffers.size(); ++b) {
       CHECK(p.buffers[b].name == r->m().buffers[b].name);
       CHECK(bufferRows(p.buffers[b]) == bufferRows(r->m().buffers[b]));
-      CHECK(p.buffers[b].shares == r->m().buffers[b].shares);
+      CHECK(p.buffers[b].shares == r->m().buffers[b].cpuShares); // the program's: the CPU's
+      CHECK(p.cudaShares[b] == r->m().buffers[b].shares);
     }
+    codegen::Program cudaProgram = p;
+    codegen::keepEveryStep(cudaProgram);
     CHECK(p.onesWidth == r->m().onesWidth);
     CHECK(p.panelElements == r->m().panelElements);
     CHECK(p.gridBarrierWords == r->m().gridBarrierWords);
@@ -387,7 +392,7 @@ TEST_CASE("plan-memory: the kernel IR allocates the plan, and workspaceBytes is 
     for (auto [T, B] : {std::pair<int64_t, int64_t>{1, 1}, {7, 3}, {100, 32}}) {
       for (bool cuda : {false, true}) {
         host::Carver carver(nullptr, T, B);
-        for (const codegen::Buffer &b : p.buffers)
+        for (const codegen::Buffer &b : (cuda ? cudaProgram : p).buffers)
           if (b.caller && !cuda) continue; // the caller's array
           else if (b.shares < 0 && b.block && !cuda) (void)carver.take<float>(0, host::block_steps(T, B), b.width);
           else if (b.shares < 0)
@@ -462,6 +467,30 @@ TEST_CASE("plan-memory: the CPU runs the hoisted product and the weight gradient
   auto half = planned(test::kLstmSource, Backward::All, TimeParallelMode::Auto, {}, DType::BF16);
   for (int l : half->m().blockLoop) CHECK(l == -1);
   for (const WorkspaceBuffer &b : half->m().buffers) CHECK_FALSE((b.block || b.caller));
+}
+
+TEST_CASE("plan-memory: the CPU and CUDA each get their own sharing, and the CPU keeps the blocks that pay",
+          "[passes][memory]") {
+  // The layer-norm LSTM: with its stages in blocks at their loops the CPU shares differently
+  // from CUDA (every stage in its place), whose workspace stays what it is without blocks.
+  std::ifstream file(std::string(RNNC_SAMPLES_DIR) + "/layernorm_lstm.rnn");
+  const std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  REQUIRE(!text.empty());
+  auto r = planned(text, Backward::All);
+  auto half = planned(text, Backward::All, TimeParallelMode::Auto, {}, DType::BF16); // no blocks: one sharing
+  const MemoryPlan &m = r->m();
+  CHECK(m.blockBytesPerStep > 0);
+  CHECK(std::any_of(m.buffers.begin(), m.buffers.end(), [](const WorkspaceBuffer &b) { return b.cpuShares != b.shares; }));
+  for (const WorkspaceBuffer &b : half->m().buffers) CHECK(b.cpuShares == b.shares);
+  CHECK(half->m().cpuBytesPerStep == half->m().bytesPerStep);
+  // The blocks pay at 4 blocks' rows (2048): what the CPU keeps for all T, plus a block, is less
+  // than CUDA's every step there.
+  const int64_t rows = 4 * MemoryPlan::kBlockRows;
+  const int64_t cpu = (m.cpuBytesPerStep - m.blockBytesPerStep - m.callerBytesPerStep) * rows +
+                      m.blockBytesPerStep * MemoryPlan::kBlockRows;
+  CHECK(cpu < (m.bytesPerStep - m.callerBytesPerStep) * rows);
+  // And workspaceBytes counts each target's owners: the CPU's less at T·B = 3200.
+  CHECK(workspaceBytes(m, 100, 32, false) < workspaceBytes(m, 100, 32, true));
 }
 
 TEST_CASE("plan-memory: an input read a step back or by a scan stays in the workspace", "[passes][memory]") {

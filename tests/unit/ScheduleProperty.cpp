@@ -291,7 +291,7 @@ std::vector<std::string> memoryViolations(const Compilation &c) {
   const Graph &g = c.graph;
   const MemoryPlan &m = c.memory;
   if (!m.planned || m.bufferOf.size() != g.nodes.size() || m.sweepOf.size() != g.nodes.size()) bad("memory: no plan");
-  int64_t saved = 0, bytes = 0, fixed = 0, unshared = 0;
+  int64_t saved = 0, bytes = 0, fixed = 0, unshared = 0, cpuBytes = 0, cpuFixed = 0;
   for (size_t b = 0; b < m.buffers.size(); ++b) {
     const WorkspaceBuffer &buf = m.buffers[b];
     if (buf.fixed + buf.stepLocal + (buf.ring > 0) + (buf.lastSteps > 0) > 1) bad(fmt::format("memory: {} keeps steps in two ways", buf.name));
@@ -299,11 +299,20 @@ std::vector<std::string> memoryViolations(const Compilation &c) {
       bad(fmt::format("memory: {} holds %{}, whose buffer is another", buf.name, buf.node));
     if (buf.saved && (buf.rowsPerStep() != 1 || g.node(buf.node).backward))
       bad(fmt::format("memory: {} is saved but keeps fewer than T steps or is backward's", buf.name));
-    if (buf.shares >= 0) {
+    if (buf.shares >= 0) { // CUDA's sharing
       const WorkspaceBuffer &owner = m.buffers[buf.shares];
       if (owner.shares >= 0 || owner.width != buf.width || owner.padBefore != buf.padBefore ||
           owner.padAfter != buf.padAfter || buf.rowsPerStep() != 1)
         bad(fmt::format("memory: {} shares {}, not an owner of its shape", buf.name, owner.name));
+    }
+    if (buf.cpuShares >= 0) { // the CPU's: a block takes only a block's slot
+      const WorkspaceBuffer &owner = m.buffers[buf.cpuShares];
+      if (owner.cpuShares >= 0 || owner.width != buf.width || owner.padBefore != buf.padBefore ||
+          owner.padAfter != buf.padAfter || buf.rowsPerStep() != 1 || (owner.block && !buf.block))
+        bad(fmt::format("memory: {} shares {} on the CPU, not an owner of its shape", buf.name, owner.name));
+    } else {
+      cpuBytes += buf.bytesPerStep();
+      cpuFixed += buf.fixedBytes();
     }
     if (buf.saved) saved += buf.bytesPerStep();
     unshared += buf.bytesPerStep();
@@ -313,7 +322,8 @@ std::vector<std::string> memoryViolations(const Compilation &c) {
     }
   }
   if (saved != m.savedBytesPerStep) bad("memory: saved bytes are not the saved buffers' bytes");
-  if (bytes != m.bytesPerStep || fixed != m.fixedBytes || unshared != m.unsharedBytesPerStep)
+  if (bytes != m.bytesPerStep || fixed != m.fixedBytes || unshared != m.unsharedBytesPerStep ||
+      cpuBytes != m.cpuBytesPerStep || cpuFixed != m.cpuFixedBytes)
     bad("memory: the totals are not the buffers' bytes");
   if (m.bytesPerStep > m.unsharedBytesPerStep) bad("memory: sharing made buffers bigger");
   codegen::Program program;
@@ -661,8 +671,14 @@ TEST_CASE("schedule property: the checks catch broken schedules", "[property][sc
     breakIt(c);
     // The plan names the stages the CPU runs in blocks by index, which a
     // schedule broken after planning would leave pointing elsewhere.
+    // and the CPU's sharing, made with them, with it (CUDA's holds with every stage in its place).
     c.memory.blockLoop.assign(c.schedule.stages.size(), -1);
-    for (WorkspaceBuffer &b : c.memory.buffers) b.block = false;
+    for (WorkspaceBuffer &b : c.memory.buffers) {
+      b.block = false;
+      b.cpuShares = b.shares;
+    }
+    c.memory.cpuBytesPerStep = c.memory.bytesPerStep;
+    c.memory.cpuFixedBytes = c.memory.fixedBytes;
     return violations(c, lowered->liveCount());
   };
   CHECK_FALSE(broken([&](Compilation &c) { std::swap(loopOf(c).kernels[0], loopOf(c).kernels[1]); }).empty());
