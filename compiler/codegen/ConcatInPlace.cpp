@@ -11,14 +11,8 @@
 namespace rnnc::codegen {
 namespace {
 
-/// The buffer whose memory b is, on the CPU (the program's sharing) or on CUDA.
-int rootOf(const Program &p, int b, bool cuda) {
-  while ((cuda ? p.cudaShares[b] : p.buffers[b].shares) >= 0) b = cuda ? p.cudaShares[b] : p.buffers[b].shares;
-  return b;
-}
-
 bool sameMemory(const Program &p, int a, int b) {
-  return rootOf(p, a, false) == rootOf(p, b, false) || rootOf(p, a, true) == rootOf(p, b, true);
+  return memoryOwner(p, a, false) == memoryOwner(p, b, false) || memoryOwner(p, a, true) == memoryOwner(p, b, true);
 }
 
 /// How often each buffer is read or stored anywhere: by a sweep, a library

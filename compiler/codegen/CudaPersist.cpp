@@ -510,9 +510,7 @@ int64_t CudaPersistPrinter::unitWidth(const Program &p, int stage, std::string *
   }
   std::map<int, int> memoryOf; // root of the shares chain -> a buffer of the loop there
   for (int b : used) {
-    int root = b;
-    while (p.buffers[root].shares >= 0) root = p.buffers[root].shares;
-    auto [at, fresh] = memoryOf.emplace(root, b);
+    auto [at, fresh] = memoryOf.emplace(memoryOwner(p, b, true), b);
     if (!fresh) return no(fmt::format("{} and {} share memory", p.buffers[at->second].name, p.buffers[b].name));
   }
   return unit;

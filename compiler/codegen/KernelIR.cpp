@@ -421,15 +421,13 @@ void ProgramBuilder::checkMemory() const {
     RNNC_ASSERT(!ports.count(static_cast<int>(b)) || (buf.rowsPerStep() == 1 && buf.shares < 0) || buf.fixed ||
                     buf.lastSteps || stateRing,
                 buf.name + ": a port's buffer must keep every step, in memory of its own");
-    int owner = static_cast<int>(b);
-    while (p_.buffers[owner].shares >= 0) owner = p_.buffers[owner].shares;
+    const int owner = memoryOwner(p_, static_cast<int>(b), false);
     const Buffer &o = p_.buffers[owner];
     RNNC_ASSERT(o.width == buf.width && o.rowsPerStep() == buf.rowsPerStep() && o.fixedRows() == buf.fixedRows() &&
                     (!o.block || buf.block),
                 buf.name + ": shares memory of another shape");
     if (last[b] >= 0) memory[owner].push_back(static_cast<int>(b));
-    int cudaOwner = static_cast<int>(b);
-    while (p_.cudaShares[cudaOwner] >= 0) cudaOwner = p_.cudaShares[cudaOwner];
+    const int cudaOwner = memoryOwner(p_, static_cast<int>(b), true);
     const Buffer &c = p_.buffers[cudaOwner];
     RNNC_ASSERT(!ports.count(static_cast<int>(b)) || p_.cudaShares[b] < 0, buf.name + ": a port's buffer shares on CUDA");
     RNNC_ASSERT(c.width == buf.width && c.rowsPerStep() == buf.rowsPerStep() && c.fixedRows() == buf.fixedRows(),

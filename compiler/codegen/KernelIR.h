@@ -212,6 +212,16 @@ struct Program {
   DType dtype = DType::F32;  // --dtype: 16-bit buffers (Buffer::half) and ports are `store`, computed in `real`
 };
 
+/// The buffer whose memory `b` is: b's owner on the CPU (the program's
+/// `shares`) or on CUDA (Program::cudaShares); b itself when it owns memory.
+inline int memoryOwner(const Program &p, int b, bool cuda) {
+  for (;;) {
+    int next = cuda ? p.cudaShares[static_cast<size_t>(b)] : p.buffers[static_cast<size_t>(b)].shares;
+    if (next < 0) return b;
+    b = next;
+  }
+}
+
 /// What the bundle calls the element type of its params and ports: `store`
 /// when they are 16 bits wide, else `real`.
 inline const char *portType(const Program &p) { return isHalf(p.dtype) ? "store" : "real"; }

@@ -885,8 +885,9 @@ void MemoryPlanner::plan() {
   blockStages();  // 6
   callerArrays(); // 6
   chooseStorage(); // 7
-  const std::vector<int> cuda = share(false); // 8, every stage in its place
-  trace(Places::Loops);                       // 4 again, the CPU's
+  trace(Places::Own);                          // 4 again, CUDA's: every stage in its place
+  const std::vector<int> cuda = share(false); // 8
+  trace(Places::Loops);                       // 4 again, the CPU's: blocked stages at their loop
   const std::vector<int> cpu = share(true);   // 8
   for (size_t b = 0; b < m_.buffers.size(); ++b) {
     m_.buffers[b].shares = cuda[b];

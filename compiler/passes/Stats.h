@@ -50,8 +50,10 @@ struct Stats {
 };
 
 /// The bytes `workspace_bytes(T, B)` of a bundle returns for this plan (the
-/// CUDA bundle's when `cuda`): each buffer with memory of its own rounded up
-/// to 64 bytes, 64 at least; float32.
+/// CUDA bundle's when `cuda`): each buffer with memory of its own on that
+/// target (the CPU's blocks of block_steps(T, B) steps, not the caller's
+/// arrays it reads in place) and each scratch area, rounded up to 64 bytes;
+/// 64 in all at least.
 int64_t workspaceBytes(const MemoryPlan &m, int64_t T, int64_t B, bool cuda);
 
 /// Floating-point operations of one node per step and sequence.

@@ -162,10 +162,11 @@ def _forward_fake(model, params, inputs, states, T, B, seed=-1, lengths=None, ke
 
 def _backward_impl(model: int, ws: Tensor, params: Tensor, inputs: List[Tensor], output_grads: List[Tensor],
                    state_grads: List[Tensor], loss_grad: Tensor, T: int, B: int) -> List[Tensor]:
-    """After forward on `ws` with `inputs` (given again: the bundle reads them): the gradient of g * loss + sum <y, dy> + sum <s_final, ds>, where
-    output_grads and state_grads hold dy for every output and ds for every state (empty: zero)
-    and loss_grad holds g (empty: zero). Returns [param grads (flat)] + [one per input (empty
-    where the objective does not reach it)] + [one per state: the initial state's gradient]."""
+    """After forward on `ws` with `inputs` (given again: the bundle reads them in place): the
+    gradient of g * loss + sum <y, dy> + sum <s_final, ds>, where output_grads and state_grads
+    hold dy for every output and ds for every state (empty: zero) and loss_grad holds g (empty:
+    zero). Returns [param grads (flat)] + [one per input (empty where the objective does not
+    reach it)] + [one per state: the initial state's gradient]."""
     lib = _lookup(model)
     if not lib.has_backward:
         raise RuntimeError(f"{lib.name}: this is a forward-only build; it has no backward")
@@ -337,7 +338,8 @@ def _read_safetensors(path):
         if info["dtype"] not in ("F32", "F64"):
             raise ValueError(f"{path}: {name} is {info['dtype']}, not F32 or F64")
         begin, end = info["data_offsets"]
-        t = torch.frombuffer(bytearray(body[begin:end]), dtype=torch.float32 if info["dtype"] == "F32" else torch.float64)
+        dtype = torch.float32 if info["dtype"] == "F32" else torch.float64
+        t = torch.frombuffer(bytearray(body[begin:end]), dtype=dtype)
         out[name] = t.reshape(info["shape"])
     return out
 

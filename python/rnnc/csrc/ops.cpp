@@ -71,6 +71,16 @@ at::ScalarType realType(const rnnc_model *m) {
 
 void *ptrOrNull(const Tensor &t) { return t.defined() && t.numel() ? t.data_ptr() : nullptr; }
 
+// The addresses of `tensors` made contiguous; the copies go into `keep`, which must outlive the call.
+std::vector<const void *> contiguousPointers(at::TensorList tensors, std::vector<Tensor> &keep) {
+  std::vector<const void *> pointers;
+  for (const Tensor &t : tensors) {
+    keep.push_back(t.contiguous());
+    pointers.push_back(keep.back().data_ptr());
+  }
+  return pointers;
+}
+
 // Checks that `inputs` are the model's, as forward takes them and backward again.
 void checkInputs(const rnnc_model *m, const Tensor &params, at::TensorList inputs, int64_t T, int64_t B) {
   auto dt = realType(m);
@@ -191,15 +201,7 @@ std::vector<Tensor> forwardKernel(int64_t model, const Tensor &params_, at::Tens
   }
   Tensor loss = at::zeros({}, real);
   std::vector<Tensor> keep; // contiguous copies, alive through the call
-  std::vector<const void *> ins, sts;
-  for (const Tensor &x : inputs) {
-    keep.push_back(x.contiguous());
-    ins.push_back(keep.back().data_ptr());
-  }
-  for (const Tensor &s : states) {
-    keep.push_back(s.contiguous());
-    sts.push_back(keep.back().data_ptr());
-  }
+  std::vector<const void *> ins = contiguousPointers(inputs, keep), sts = contiguousPointers(states, keep);
   // seed >= 0: training, dropout and zoneout draw their masks from it; -1: evaluation.
   const rnnc_run_options options{seed >= 0 ? 1 : 0, static_cast<uint64_t>(seed >= 0 ? seed : 0), 0,
                                  lengths.defined() ? lengths.data_ptr<int32_t>() : nullptr, 0};
@@ -224,8 +226,9 @@ Tensor fullWorkspace(const Tensor &view) {
 // `wanted` (one per input; empty: every one) says which inputs' gradients to compute: the
 // others get no array, and the generated code skips their products (docs/runtime.md).
 std::vector<Tensor> backwardOnce(const rnnc_model *m, const Tensor &ws_, const Tensor &params,
-                                 const std::vector<const void *> &inputs, const std::vector<Tensor> &seeds, const std::vector<Tensor> &stateSeeds, double scale,
-                                 int64_t T, int64_t B, bool keepWs, const std::vector<bool> &wanted) {
+                                 const std::vector<const void *> &inputs, const std::vector<Tensor> &seeds,
+                                 const std::vector<Tensor> &stateSeeds, double scale, int64_t T, int64_t B,
+                                 bool keepWs, const std::vector<bool> &wanted) {
   auto real = params.options().dtype(realType(m));
   std::vector<Tensor> result;
   result.push_back(at::empty({m->param_elements}, real));
@@ -253,8 +256,8 @@ std::vector<Tensor> backwardOnce(const rnnc_model *m, const Tensor &ws_, const T
     sg.push_back(result.back().data_ptr());
   }
   Tensor ws = keepWs ? ws_.clone() : ws_;
-  int rc = m->backward(ws.data_ptr(), T, B, params.data_ptr(), inputs.data(), sd.data(), ss.data(), result[0].data_ptr(),
-                       ig.data(), sg.data(), streamOf(params.device()));
+  int rc = m->backward(ws.data_ptr(), T, B, params.data_ptr(), inputs.data(), sd.data(), ss.data(),
+                       result[0].data_ptr(), ig.data(), sg.data(), streamOf(params.device()));
   TORCH_CHECK(rc == 0, m->name, ": ", m->last_error());
   return result;
 }
@@ -284,11 +287,7 @@ std::vector<Tensor> backwardImpl(int64_t model, const Tensor &wsView, const Tens
   // Forward's inputs again: the bundle reads some of them in place (ABI 7).
   checkInputs(m, params, inputs, T, B);
   std::vector<Tensor> inputsKept; // contiguous copies, alive through the calls
-  std::vector<const void *> ins;
-  for (const Tensor &x : inputs) {
-    inputsKept.push_back(x.contiguous());
-    ins.push_back(inputsKept.back().data_ptr());
-  }
+  std::vector<const void *> ins = contiguousPointers(inputs, inputsKept);
   TORCH_CHECK((int64_t)outputGrads.size() == m->n_outputs && (int64_t)stateGrads.size() == m->n_states, m->name,
               ": backward takes one gradient per output and per state (empty for none)");
   // Seeds in the table's order, from the gradients by output name.
@@ -370,7 +369,8 @@ std::vector<Tensor> callBackward(int64_t model, const Tensor &ws, const Tensor &
                                  int64_t T, int64_t B) {
   static auto handle = op("rnnc::backward")
                            .typed<std::vector<Tensor>(int64_t, const Tensor &, const Tensor &, at::TensorList,
-                                                      at::TensorList, at::TensorList, const Tensor &, int64_t, int64_t)>();
+                                                      at::TensorList, at::TensorList, const Tensor &, int64_t,
+                                                      int64_t)>();
   return handle.call(model, ws, params, inputs, outputGrads, stateGrads, lossGrad, T, B);
 }
 
@@ -414,9 +414,10 @@ public:
     const rnnc_model *m = lookup(model);
     // In place: eager, real tensors, no graph of this backward to record (else the op, on a copy).
     bool inPlace = !at::GradMode::is_enabled() && plain(ws) && plain(params);
+    std::vector<Tensor> ins(saved.begin() + 2, saved.begin() + 2 + nIn);
     if (inPlace && ctx->saved_data["used"].toBool()) {
       at::AutoDispatchBelowADInplaceOrView guard;
-      std::vector<Tensor> ins(saved.begin() + 2, saved.begin() + 2 + nIn), sts(saved.begin() + 2 + nIn, saved.end());
+      std::vector<Tensor> sts(saved.begin() + 2 + nIn, saved.end());
       std::optional<Tensor> lengths, key;
       if (ctx->saved_data.count("lengths")) lengths = ctx->saved_data["lengths"].toTensor();
       if (ctx->saved_data.count("key")) key = ctx->saved_data["key"].toTensor();
@@ -431,8 +432,7 @@ public:
     const Tensor &lg = grads[m->n_outputs + m->n_states];
     // An input that does not require grad (a batch of data) gets no gradient: its product is skipped.
     std::vector<bool> wanted;
-    for (int64_t k = 0; k < nIn; ++k) wanted.push_back(saved[2 + k].requires_grad());
-    std::vector<Tensor> ins(saved.begin() + 2, saved.begin() + 2 + nIn);
+    for (const Tensor &x : ins) wanted.push_back(x.requires_grad());
     auto res = inPlace ? backwardImpl(model, ws, params, ins, og, sg, lg.defined() ? lg : empty, T, B, true, wanted)
                        : callBackward(model, ws, params, ins, og, sg, lg.defined() ? lg : empty, T, B);
     variable_list out;
