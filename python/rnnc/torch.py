@@ -161,12 +161,14 @@ def _forward_fake(model, params, inputs, states, T, B, seed=-1, lengths=None, ke
 
 
 def _backward_impl(model: int, ws: Tensor, params: Tensor, inputs: List[Tensor], output_grads: List[Tensor],
-                   state_grads: List[Tensor], loss_grad: Tensor, T: int, B: int) -> List[Tensor]:
+                   state_grads: List[Tensor], loss_grad: Tensor, T: int, B: int,
+                   input_grads_mask: Optional[List[bool]] = None) -> List[Tensor]:
     """After forward on `ws` with `inputs` (given again: the bundle reads them in place): the
     gradient of g * loss + sum <y, dy> + sum <s_final, ds>, where output_grads and state_grads
     hold dy for every output and ds for every state (empty: zero) and loss_grad holds g (empty:
     zero). Returns [param grads (flat)] + [one per input (empty where the objective does not
-    reach it)] + [one per state: the initial state's gradient]."""
+    reach it, or where input_grads_mask says False: its product is skipped)] + [one per state:
+    the initial state's gradient]."""
     lib = _lookup(model)
     if not lib.has_backward:
         raise RuntimeError(f"{lib.name}: this is a forward-only build; it has no backward")
@@ -200,13 +202,13 @@ def _backward_impl(model: int, ws: Tensor, params: Tensor, inputs: List[Tensor],
     sseeds = [g.to(dt).contiguous() if g.numel() else None for g in state_grads]
     if any(g is not None for g in sseeds) and not lib.has_state_seeds:
         raise NotImplementedError(f"{lib.name} was compiled without final-state seeds")
-    grad_names = {g.name for g in lib.input_grads}
+    wanted = _wanted_grads(lib, input_grads_mask)
     stream = _stream(dev)
 
     def run(scale):
         param_grads = torch.empty(lib.param_elements, dtype=dt, device=dev)
-        input_grads = [torch.empty(T, B, x.width, dtype=dt, device=dev) if x.name in grad_names
-                       else torch.empty(0, dtype=dt, device=dev) for x in lib.inputs]
+        input_grads = [torch.empty(T, B, x.width, dtype=dt, device=dev) if w
+                       else torch.empty(0, dtype=dt, device=dev) for x, w in zip(lib.inputs, wanted)]
         initial_grads = [torch.empty(s.depth, B, s.width, dtype=dt, device=dev) for s in lib.states]
         sd = [s if s is None or scale == 1 else s * scale for s in seeds]
         ss = [s if s is None or scale == 1 else s * scale for s in sseeds]
@@ -232,12 +234,23 @@ def _backward_impl(model: int, ws: Tensor, params: Tensor, inputs: List[Tensor],
     return [g * (2 * x - y) + (y - x) for x, y in zip(b1, b2)]
 
 
-def _backward_fake(model, ws, params, inputs, output_grads, state_grads, loss_grad, T, B):
+def _wanted_grads(lib, input_grads_mask):
+    """Per input: does backward return its gradient (the objective reaches it, and the mask, if
+    any, asks for it)?"""
+    if input_grads_mask is not None and len(input_grads_mask) != len(lib.inputs):
+        raise RuntimeError(f"rnnc::backward: input_grads_mask has {len(input_grads_mask)} entries for "
+                           f"{len(lib.inputs)} inputs")
+    reached = {g.name for g in lib.input_grads}
+    return [x.name in reached and (input_grads_mask is None or bool(input_grads_mask[k]))
+            for k, x in enumerate(lib.inputs)]
+
+
+def _backward_fake(model, ws, params, inputs, output_grads, state_grads, loss_grad, T, B, input_grads_mask=None):
     lib = _lookup(model)
     dt = _dtype_of(lib)
-    grad_names = {g.name for g in lib.input_grads}
+    wanted = _wanted_grads(lib, input_grads_mask)
     return ([params.new_empty(lib.param_elements, dtype=dt)] +
-            [params.new_empty((T, B, x.width) if x.name in grad_names else (0,), dtype=dt) for x in lib.inputs] +
+            [params.new_empty((T, B, x.width) if w else (0,), dtype=dt) for x, w in zip(lib.inputs, wanted)] +
             [params.new_empty(s.depth, B, s.width, dtype=dt) for s in lib.states])
 
 
@@ -245,6 +258,8 @@ def _setup_context(ctx, inputs, output):
     model, params, ins, states, T, B = inputs[:6]
     ctx.model, ctx.T, ctx.B = model, T, B
     ctx.n_inputs, ctx.has_states = len(ins), len(states) > 0
+    # An input that does not require grad (a batch of data) gets none: its product is skipped.
+    ctx.input_grads_mask = [x.requires_grad for x in ins]
     ctx.save_for_backward(output[-1], params, *ins)
 
 
@@ -257,7 +272,7 @@ def _backward_rule(ctx, grads):
     state_grads = [empty if g is None else g for g in grads[n_out:n_out + n_state]]
     g = grads[n_out + n_state]
     res = torch.ops.rnnc_py.backward(ctx.model, ws, params, ins, out_grads, state_grads, empty if g is None else g,
-                                     ctx.T, ctx.B)
+                                     ctx.T, ctx.B, ctx.input_grads_mask)
     param_grads, rest = res[0], res[1:]
     input_grads = [gi if gi.numel() else None for gi in rest[:ctx.n_inputs]]
     initial_grads = list(rest[ctx.n_inputs:]) if ctx.has_states else []

@@ -135,6 +135,80 @@ def test_torch_compile_equals_eager():
         assert torch.equal(a, b)
 
 
+@pytest.mark.parametrize("binding", ["cpp", "custom_op"])
+def test_compiled_backward_skips_the_gradient_of_data(binding):
+    """Under torch.compile the layer's backward runs the backward op (on a copy of the
+    workspace): it passes input_grads_mask, so that an input that does not require grad (a
+    batch of data) costs no product there either, and the gradients are eager's."""
+    from functorch.compile import make_boxed_func
+    from torch._dynamo.backends.common import aot_autograd
+    from rnnc.torch import binding as use
+    ops = use(binding)
+    try:
+        torch.manual_seed(4)
+        m = rnnc.load(sample("lstm.rnn"), dtype=torch.float64, I=3, H=4)
+        x = torch.randn(5, 2, 3, dtype=torch.float64)
+
+        def f(x):
+            y, _ = m(x)
+            return (y * y).sum()
+
+        graphs = []
+
+        def keep(gm, example_inputs):
+            graphs.append(gm)
+            return make_boxed_func(gm.forward)
+
+        torch._dynamo.reset()
+        backend = aot_autograd(fw_compiler=lambda gm, _: make_boxed_func(gm.forward), bw_compiler=keep)
+        compiled = torch.compile(f, backend=backend, fullgraph=True)
+        params = list(m.parameters())
+        g_eager = torch.autograd.grad(f(x), params)
+        g_compiled = torch.autograd.grad(compiled(x), params)
+        for a, b in zip(g_eager, g_compiled):
+            assert torch.equal(a, b)
+        calls = [n for g in graphs for n in g.graph.nodes if n.target is ops.backward.default]
+        assert len(calls) == 1, [str(n.target) for g in graphs for n in g.graph.nodes]
+        mask = calls[0].kwargs.get("input_grads_mask", calls[0].args[9] if len(calls[0].args) > 9 else None)
+        assert mask == [False]
+    finally:
+        torch._dynamo.reset()
+        use("cpp")
+
+
+@pytest.mark.parametrize("binding", ["cpp", "custom_op"])
+def test_backward_op_input_grads_mask(binding):
+    """The backward op computes an input's gradient only where the mask asks for it, and the
+    other gradients are the same bits either way."""
+    from rnnc.torch import binding as use
+    ops = use(binding)
+    try:
+        torch.manual_seed(6)
+        m = rnnc.load(sample("lstm.rnn"), dtype=torch.float64, I=3, H=4)
+        lib = m._lib
+        params = m._flat_params().detach()
+        x = torch.randn(3, 2, 3, dtype=torch.float64)
+        empty = torch.empty(0, dtype=torch.float64)
+        gy = torch.randn(3, 2, 4, dtype=torch.float64)
+        out_grads = [gy if o.name == "h" else empty for o in lib.outputs]
+        results = {}
+        for mask in (None, [True], [False]):
+            with torch.no_grad():
+                ws = ops.forward(lib.address, params, [x], [], 3, 2)[-1]
+                results[str(mask)] = ops.backward(lib.address, ws, params, [x], out_grads, [empty, empty], empty, 3, 2,
+                                                  input_grads_mask=mask)
+        every, asked, skipped = results["None"], results["[True]"], results["[False]"]
+        assert every[1].shape == (3, 2, 3) and torch.equal(every[1], asked[1])
+        assert skipped[1].numel() == 0
+        for k in (0, 2, 3):
+            assert torch.equal(every[k], skipped[k]), k
+        with pytest.raises(RuntimeError, match="input_grads_mask has 2 entries for 1 inputs"):
+            ops.backward(lib.address, ws, params, [x], out_grads, [empty, empty], empty, 3, 2,
+                         input_grads_mask=[True, False])
+    finally:
+        use("cpp")
+
+
 def read_safetensors(path):
     data = open(path, "rb").read()
     n = struct.unpack("<Q", data[:8])[0]

@@ -4,8 +4,10 @@
 //     none, or int32 [B] on the CPU, each sequence's steps, for a model compiled with --lengths;
 //     key: none, or one int64 on the CPU: training with it as the seed, so that a compiled graph
 //     can draw the seed with torch.randint instead of reading it with .item())
-//   rnnc::backward(model, ws, params, inputs, output_grads, state_grads, loss_grad, T, B)
+//   rnnc::backward(model, ws, params, inputs, output_grads, state_grads, loss_grad, T, B, input_grads_mask)
 //       -> [param grads] + input grads + initial-state grads
+//     (input_grads_mask: none, every input's gradient the objective reaches; else one bool per
+//     input, and an input marked false gets an empty tensor and its product is skipped)
 //   rnnc::register_model(model): the ops take only tables registered here.
 // `model` is the address of a bundle's rnnc_model table (runtime/include/rnnc/model.h,
 // ABI v7), which the Python package loads with ctypes. The CPU and CUDA kernels call its
@@ -336,10 +338,26 @@ std::vector<Tensor> backwardImpl(int64_t model, const Tensor &wsView, const Tens
   return b1;
 }
 
+using Mask = std::optional<c10::List<bool>>; // the op's input_grads_mask
+
+std::vector<bool> wantedOf(const Mask &mask, size_t inputs) {
+  if (!mask) return {};
+  TORCH_CHECK(mask->size() == inputs, "rnnc::backward: input_grads_mask has ", mask->size(), " entries for ", inputs,
+              " inputs");
+  return std::vector<bool>(mask->begin(), mask->end());
+}
+
+Mask maskOf(const std::vector<bool> &wanted) {
+  c10::List<bool> mask;
+  for (bool w : wanted) mask.push_back(w);
+  return mask;
+}
+
 std::vector<Tensor> backwardKernel(int64_t model, const Tensor &ws, const Tensor &params, at::TensorList inputs,
                                    at::TensorList outputGrads, at::TensorList stateGrads, const Tensor &lossGrad,
-                                   int64_t T, int64_t B) {
-  return backwardImpl(model, ws, params, inputs, outputGrads, stateGrads, lossGrad, T, B, false);
+                                   int64_t T, int64_t B, const Mask &mask) {
+  return backwardImpl(model, ws, params, inputs, outputGrads, stateGrads, lossGrad, T, B, false,
+                      wantedOf(mask, inputs.size()));
 }
 
 // A tensor with real storage on the CPU or CUDA, not a fake, functional or traced one.
@@ -366,12 +384,12 @@ std::vector<Tensor> callForward(int64_t model, const Tensor &params, at::TensorL
 
 std::vector<Tensor> callBackward(int64_t model, const Tensor &ws, const Tensor &params, at::TensorList inputs,
                                  at::TensorList outputGrads, at::TensorList stateGrads, const Tensor &lossGrad,
-                                 int64_t T, int64_t B) {
+                                 int64_t T, int64_t B, const Mask &mask) {
   static auto handle = op("rnnc::backward")
                            .typed<std::vector<Tensor>(int64_t, const Tensor &, const Tensor &, at::TensorList,
                                                       at::TensorList, at::TensorList, const Tensor &, int64_t,
-                                                      int64_t)>();
-  return handle.call(model, ws, params, inputs, outputGrads, stateGrads, lossGrad, T, B);
+                                                      int64_t, const Mask &)>();
+  return handle.call(model, ws, params, inputs, outputGrads, stateGrads, lossGrad, T, B, mask);
 }
 
 class Forward : public torch::autograd::Function<Forward> {
@@ -434,7 +452,8 @@ public:
     std::vector<bool> wanted;
     for (const Tensor &x : ins) wanted.push_back(x.requires_grad());
     auto res = inPlace ? backwardImpl(model, ws, params, ins, og, sg, lg.defined() ? lg : empty, T, B, true, wanted)
-                       : callBackward(model, ws, params, ins, og, sg, lg.defined() ? lg : empty, T, B);
+                       : callBackward(model, ws, params, ins, og, sg, lg.defined() ? lg : empty, T, B,
+                                      maskOf(wanted));
     variable_list out;
     out.reserve(2 + nIn + nSt + 3);
     out.emplace_back(); // model
@@ -454,9 +473,9 @@ class Backward : public torch::autograd::Function<Backward> {
 public:
   static variable_list forward(AutogradContext *, int64_t model, const Tensor &ws, const Tensor &params,
                                at::TensorList inputs, at::TensorList outputGrads, at::TensorList stateGrads,
-                               const Tensor &lossGrad, int64_t T, int64_t B) {
+                               const Tensor &lossGrad, int64_t T, int64_t B, const Mask &mask) {
     at::AutoDispatchBelowADInplaceOrView guard;
-    return callBackward(model, ws, params, inputs, outputGrads, stateGrads, lossGrad, T, B);
+    return callBackward(model, ws, params, inputs, outputGrads, stateGrads, lossGrad, T, B, mask);
   }
   static variable_list backward(AutogradContext *, variable_list) {
     TORCH_CHECK(false, "rnnc: a gradient of a gradient (double backward) through a compiled cell is not supported: "
@@ -472,12 +491,12 @@ std::vector<Tensor> forwardAutograd(int64_t model, const Tensor &params, at::Ten
 
 std::vector<Tensor> backwardAutograd(int64_t model, const Tensor &ws, const Tensor &params, at::TensorList inputs,
                                      at::TensorList outputGrads, at::TensorList stateGrads, const Tensor &lossGrad,
-                                     int64_t T, int64_t B) {
+                                     int64_t T, int64_t B, const Mask &mask) {
   if (!at::GradMode::is_enabled()) { // the usual backward (no create_graph): no node to record
     at::AutoDispatchBelowADInplaceOrView guard;
-    return callBackward(model, ws, params, inputs, outputGrads, stateGrads, lossGrad, T, B);
+    return callBackward(model, ws, params, inputs, outputGrads, stateGrads, lossGrad, T, B, mask);
   }
-  return Backward::apply(model, ws, params, inputs, outputGrads, stateGrads, lossGrad, T, B);
+  return Backward::apply(model, ws, params, inputs, outputGrads, stateGrads, lossGrad, T, B, mask);
 }
 
 } // namespace
@@ -487,7 +506,7 @@ TORCH_LIBRARY(rnnc, m) {
   m.def("forward(int model, Tensor params, Tensor[] inputs, Tensor[] states, int T, int B, int seed=-1, "
         "Tensor? lengths=None, Tensor? key=None) -> Tensor[]");
   m.def("backward(int model, Tensor ws, Tensor params, Tensor[] inputs, Tensor[] output_grads, Tensor[] state_grads, "
-        "Tensor loss_grad, int T, int B) -> Tensor[]");
+        "Tensor loss_grad, int T, int B, bool[]? input_grads_mask=None) -> Tensor[]");
 }
 
 TORCH_LIBRARY_IMPL(rnnc, CPU, m) {
