@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 #include <omp.h>
 
+#include <algorithm>
 #include <random>
 #include <vector>
 
@@ -84,6 +85,59 @@ TEST_CASE("pack_panels lays op(W) out as [N / panel][K][panel], zeros past N", "
   Case<double> d(1, 9, 2, false);
   REQUIRE(d.panels.size() == size_t(2 * 2 * 8)); // 8 doubles a panel
   CHECK(d.panels[(2 + 1) * 8 + 0] == d.W[1 * 9 + 8]);
+}
+
+namespace {
+/// pack_panels against its definition: panel p, k, j holds op(W)[k][16p + j], zero past N.
+template <class E> void checkPacking(int64_t N, int64_t K, bool transposed, int threads) {
+  Case<E> c(1, N, K, transposed); // packs with the team omp_get_max_threads() gives
+  const int before = omp_get_max_threads();
+  omp_set_num_threads(threads);
+  std::vector<E> panels(panel_elements<E>(N, K), E(-7));
+  pack_panels(transposed, N, K, c.W.data(), panels.data());
+  omp_set_num_threads(before);
+  constexpr int64_t P = kPanel<E>;
+  std::vector<E> want(panels.size());
+  for (int64_t p = 0; p < (N + P - 1) / P; ++p)
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t j = 0; j < P; ++j) want[(p * K + k) * P + j] = p * P + j < N ? c.w(k, p * P + j) : E(0);
+  // The first element that differs (not the vectors: Catch2 would print them whole).
+  const auto firstWrong = [&](const std::vector<E> &got) {
+    return std::mismatch(got.begin(), got.end(), want.begin()).first - got.begin();
+  };
+  INFO("N " << N << " K " << K << " transposed " << transposed << " threads " << threads);
+  CHECK(firstWrong(panels) == std::ptrdiff_t(want.size()));
+  CHECK(firstWrong(c.panels) == std::ptrdiff_t(want.size()));
+}
+} // namespace
+
+TEST_CASE("pack_panels writes op(W) exactly, tile by tile and on a team", "[panels]") {
+  // Shapes with whole 16 x 16 tiles (AVX-512 transposes them in registers), ragged edges
+  // in N and K, and weights large enough for the OpenMP team.
+  for (auto [N, K] : std::vector<std::pair<int64_t, int64_t>>{
+           {1, 1}, {16, 16}, {17, 15}, {33, 47}, {48, 32}, {70, 37}, {1024, 256}, {1000, 250}})
+    for (bool transposed : {false, true})
+      for (int threads : {1, 3}) {
+        checkPacking<float>(N, K, transposed, threads);
+        checkPacking<double>(N, K, transposed, threads);
+      }
+}
+
+TEST_CASE("every ISA's 16 x 16 transpose (pack_panels' W^T) is the transpose", "[panels]") {
+  constexpr int64_t ld = 21; // rows of the source wider than the tile
+  std::vector<float> from(16 * ld);
+  for (size_t i = 0; i < from.size(); ++i) from[i] = float(i);
+  for (Isa isa : isas()) {
+    if (isa == Isa::Scalar) continue; // packs element by element
+    std::vector<float> to(16 * 16, -1.0f);
+    if (isa == Isa::Avx512) panels_detail::avx512::transpose16(from.data(), ld, to.data());
+    else panels_detail::avx2::transpose16(from.data(), ld, to.data());
+    int wrong = 0;
+    for (int64_t r = 0; r < 16; ++r)
+      for (int64_t c = 0; c < 16; ++c) wrong += to[c * 16 + r] != from[r * ld + c];
+    INFO("isa " << int(isa));
+    CHECK(wrong == 0);
+  }
 }
 
 TEST_CASE("every ISA's panel product is the fma chain, bit for bit (float)", "[panels]") { checkEveryIsa<float>(); }

@@ -41,23 +41,6 @@ template <class E> constexpr int64_t panel_elements(int64_t N, int64_t K) {
   return (N + kPanel<E> - 1) / kPanel<E> * kPanel<E> * K;
 }
 
-/// The K × N right operand of C = A · op(W), op(W) = W^T of a [N][K] W when
-/// `transposed` (a Gemm kernel) or W itself, [K][N] (GemmT), as panels
-/// [N / kPanel][K][kPanel]: a panel's rows are the kPanel columns of one k,
-/// contiguous; columns past N are zeros.
-/// W may be stored in 16 bits (rnnc/half.h): the panels are E, converted once.
-template <class S, class E> inline void pack_panels(bool transposed, int64_t N, int64_t K, const S *W, E *panels) {
-  constexpr int64_t P = kPanel<E>;
-  for (int64_t p = 0; p < (N + P - 1) / P; ++p)
-    for (int64_t k = 0; k < K; ++k) {
-      E *to = panels + (p * K + k) * P;
-      for (int64_t j = 0; j < P; ++j) {
-        const int64_t n = p * P + j;
-        to[j] = n >= N ? E(0) : E(transposed ? W[n * K + k] : W[k * N + n]);
-      }
-    }
-}
-
 namespace panels_detail {
 
 /// A product's operand x[0 .. n) as E in `out`: converted exactly where it is
@@ -162,6 +145,39 @@ template <> struct Vec<double> {
   static void store(double *p, V v) { _mm512_storeu_pd(p, v); }
 };
 #include "rnnc/panels_kernel.h"
+
+/// to[c * 16 + r] = from[r * ld + c] for r, c < 16: a 16 x 16 tile of floats
+/// transposed in registers (pack_panels' W^T), rows in, rows out. (The
+/// all-ones masked forms are the plain instructions; GCC 12 takes the plain
+/// intrinsics' undefined pass-through for an uninitialized read.)
+inline void transpose16(const float *from, int64_t ld, float *to) {
+  constexpr __mmask16 all = 0xFFFF;
+  constexpr __mmask8 all8 = 0xFF;
+  __m512 r[16], t[16];
+  for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(from + i * ld);
+  for (int i = 0; i < 16; i += 2) { // each 128-bit lane: pairs of rows, 32 bits interleaved
+    t[i] = _mm512_maskz_unpacklo_ps(all, r[i], r[i + 1]);
+    t[i + 1] = _mm512_maskz_unpackhi_ps(all, r[i], r[i + 1]);
+  }
+  for (int g = 0; g < 4; ++g) { // then r[4g + c], lane L: rows 4g .. 4g + 3 of column 4L + c
+    const __m512d lo = _mm512_castps_pd(t[4 * g]), hi = _mm512_castps_pd(t[4 * g + 1]);
+    const __m512d lo2 = _mm512_castps_pd(t[4 * g + 2]), hi2 = _mm512_castps_pd(t[4 * g + 3]);
+    r[4 * g] = _mm512_castpd_ps(_mm512_maskz_unpacklo_pd(all8, lo, lo2));
+    r[4 * g + 1] = _mm512_castpd_ps(_mm512_maskz_unpackhi_pd(all8, lo, lo2));
+    r[4 * g + 2] = _mm512_castpd_ps(_mm512_maskz_unpacklo_pd(all8, hi, hi2));
+    r[4 * g + 3] = _mm512_castpd_ps(_mm512_maskz_unpackhi_pd(all8, hi, hi2));
+  }
+  for (int c = 0; c < 4; ++c) { // column 4L + c: lane L of r[c], r[4 + c], r[8 + c], r[12 + c]
+    const __m512 a = _mm512_maskz_shuffle_f32x4(all, r[c], r[4 + c], 0x44);
+    const __m512 b = _mm512_maskz_shuffle_f32x4(all, r[8 + c], r[12 + c], 0x44);
+    const __m512 e = _mm512_maskz_shuffle_f32x4(all, r[c], r[4 + c], 0xEE);
+    const __m512 f = _mm512_maskz_shuffle_f32x4(all, r[8 + c], r[12 + c], 0xEE);
+    _mm512_storeu_ps(to + (0 + c) * 16, _mm512_maskz_shuffle_f32x4(all, a, b, 0x88));
+    _mm512_storeu_ps(to + (4 + c) * 16, _mm512_maskz_shuffle_f32x4(all, a, b, 0xDD));
+    _mm512_storeu_ps(to + (8 + c) * 16, _mm512_maskz_shuffle_f32x4(all, e, f, 0x88));
+    _mm512_storeu_ps(to + (12 + c) * 16, _mm512_maskz_shuffle_f32x4(all, e, f, 0xDD));
+  }
+}
 } // namespace rnnc::cpu::panels_detail::avx512
 #if defined(__clang__)
 #pragma clang attribute pop
@@ -192,6 +208,33 @@ template <> struct Vec<double> {
   static void store(double *p, V v) { _mm256_storeu_pd(p, v); }
 };
 #include "rnnc/panels_kernel.h"
+
+/// to[c * ldt + r] = from[r * ld + c] for r, c < 8: an 8 x 8 tile of floats
+/// transposed in registers.
+inline void transpose8(const float *from, int64_t ld, float *to, int64_t ldt) {
+  __m256 r[8], t[8];
+  for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(from + i * ld);
+  for (int i = 0; i < 8; i += 2) { // each 128-bit lane: pairs of rows, 32 bits interleaved
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int g = 0; g < 2; ++g) { // then r[4g + c], lane L: rows 4g .. 4g + 3 of column 4L + c
+    r[4 * g] = _mm256_shuffle_ps(t[4 * g], t[4 * g + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    r[4 * g + 1] = _mm256_shuffle_ps(t[4 * g], t[4 * g + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    r[4 * g + 2] = _mm256_shuffle_ps(t[4 * g + 1], t[4 * g + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    r[4 * g + 3] = _mm256_shuffle_ps(t[4 * g + 1], t[4 * g + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (int c = 0; c < 4; ++c) { // column 4L + c: lane L of r[c], then of r[4 + c]
+    _mm256_storeu_ps(to + c * ldt, _mm256_permute2f128_ps(r[c], r[4 + c], 0x20));
+    _mm256_storeu_ps(to + (4 + c) * ldt, _mm256_permute2f128_ps(r[c], r[4 + c], 0x31));
+  }
+}
+
+/// avx512::transpose16's contract, as four 8 x 8 tiles.
+inline void transpose16(const float *from, int64_t ld, float *to) {
+  for (int64_t i = 0; i < 16; i += 8)
+    for (int64_t j = 0; j < 16; j += 8) transpose8(from + i * ld + j, ld, to + j * 16 + i, 16);
+}
 } // namespace rnnc::cpu::panels_detail::avx2
 #if defined(__clang__)
 #pragma clang attribute pop
@@ -312,6 +355,63 @@ inline void weight_gradient(int64_t M, int64_t N, int64_t R, const SD *D, const 
       panels_detail::gradient(panels_detail::isa(), M, N, n, d.data(), x.data(), G);
     }
   }
+}
+
+namespace panels_detail {
+
+/// Panel p of pack_panels: W's columns (rows of a transposed W) n0 .. n0 + P.
+/// A transposed W goes P of its columns at a time: for floats, P x P tiles
+/// transposed in AVX-512 or AVX2 registers; else element by element.
+template <class S, class E>
+inline void pack_panel(bool transposed, int64_t N, int64_t K, const S *W, int64_t p, E *panel) {
+  constexpr int64_t P = kPanel<E>;
+  const int64_t n0 = p * P, cols = std::min(P, N - n0);
+  if (!transposed) {
+    for (int64_t k = 0; k < K; ++k) {
+      E *to = panel + k * P;
+      const S *from = W + k * N + n0;
+      for (int64_t j = 0; j < cols; ++j) to[j] = E(from[j]);
+      for (int64_t j = cols; j < P; ++j) to[j] = E(0);
+    }
+    return;
+  }
+#ifdef RNNC_PANELS_X86
+  constexpr bool floats = std::is_same_v<S, float> && std::is_same_v<E, float>;
+  const Isa chosen = isa();
+  const bool registers = floats && cols == P && chosen >= Isa::Avx2;
+#endif
+  for (int64_t k0 = 0; k0 < K; k0 += P) {
+    const int64_t ks = std::min(P, K - k0);
+#ifdef RNNC_PANELS_X86
+    if constexpr (floats)
+      if (registers && ks == P) {
+        if (chosen == Isa::Avx512) avx512::transpose16(W + n0 * K + k0, K, panel + k0 * P);
+        else avx2::transpose16(W + n0 * K + k0, K, panel + k0 * P);
+        continue;
+      }
+#endif
+    for (int64_t k = k0; k < k0 + ks; ++k) {
+      E *to = panel + k * P;
+      for (int64_t j = 0; j < cols; ++j) to[j] = E(W[(n0 + j) * K + k]);
+      for (int64_t j = cols; j < P; ++j) to[j] = E(0);
+    }
+  }
+}
+
+} // namespace panels_detail
+
+/// The K × N right operand of C = A · op(W), op(W) = W^T of a [N][K] W when
+/// `transposed` (a Gemm kernel) or W itself, [K][N] (GemmT), as panels
+/// [N / kPanel][K][kPanel]: a panel's rows are the kPanel columns of one k,
+/// contiguous; columns past N are zeros.
+/// W may be stored in 16 bits (rnnc/half.h): the panels are E, converted once.
+/// A large W is packed by the OpenMP team, split as panel_product splits its
+/// columns (static, in order), so each thread's panels start in its own cache.
+template <class S, class E> inline void pack_panels(bool transposed, int64_t N, int64_t K, const S *W, E *panels) {
+  constexpr int64_t P = kPanel<E>;
+  const int64_t count = (N + P - 1) / P;
+#pragma omp parallel for schedule(static) if (count >= 2 && double(N) * double(K) >= double(1 << 16))
+  for (int64_t p = 0; p < count; ++p) panels_detail::pack_panel(transposed, N, K, W, p, panels + p * K * P);
 }
 
 /// C[M][N] = A[M][K] · op(W), op(W) packed by pack_panels (64-byte aligned is best),
