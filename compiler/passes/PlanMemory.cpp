@@ -655,8 +655,7 @@ void MemoryPlanner::keepPayingBlocks() {
   }
   if (cpuBytes(wanted) < best) kept = m_.blockLoop;
   m_.blockLoop = kept;
-  markBlocks();
-  trace();
+  markBlocks(); // the lives: plan() traces each target's before it shares
 }
 
 void MemoryPlanner::markBlocks() {
