@@ -14,9 +14,9 @@
 #              cpu         OpenMP, OpenBLAS, and -march=native on the bundle's
 #                          source (RNNC_MARCH_NATIVE, default ON: the generated
 #                          loops are written to be vectorized)
-#              cuda        CUDA::cudart, CUDA::cublas; the .cu needs the CUDA
+#              cuda        CUDA::cudart, CUDA::cublas, CUDA::cublasLt; the .cu needs the CUDA
 #                          language, which is enabled when the caller has not
-#              cuda JIT    the host part as C++, CUDA::cudart, CUDA::cublas and
+#              cuda JIT    the host part as C++, CUDA::cudart, CUDA::cublas(Lt) and
 #                          NVRTC's library (not CUDA::nvrtc, which brings the
 #                          driver stub: the runtime uses no driver API)
 # TARGET     cpu (the default) or cuda; JIT: --jit.
@@ -253,10 +253,10 @@ function(_rnnc_link_cpu target source)
   endif()
 endfunction()
 
-# What a CUDA bundle needs: the runtime API and cuBLAS; with JIT, NVRTC too.
+# What a CUDA bundle needs: the runtime API, cuBLAS and cuBLASLt; with JIT, NVRTC too.
 function(_rnnc_link_cuda target jit)
   find_package(CUDAToolkit REQUIRED)
-  target_link_libraries(${target} PRIVATE CUDA::cudart CUDA::cublas)
+  target_link_libraries(${target} PRIVATE CUDA::cudart CUDA::cublas CUDA::cublasLt)
   if(jit)
     if(NOT TARGET CUDA::nvrtc)
       message(FATAL_ERROR "rnnc_add_model: JIT needs NVRTC, which the CUDA toolkit at ${CUDAToolkit_LIBRARY_DIR} lacks")

@@ -187,7 +187,7 @@ abi=$build/abi
 cuda_root=$(dirname "$(dirname "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")")
 if rm -rf "$abi" && "$rnnc" compile samples/lstm.rnn --target cuda --jit -o "$abi" >"$out/abi.log" 2>&1 &&
    c++ -std=c++17 -O2 -pthread -I"$abi" -Iruntime/include -I"$cuda_root/include" tests/cuda/no_device.cpp \
-     "$abi/LSTM.cpp" -L"$cuda_root/lib64" -Wl,-rpath,"$cuda_root/lib64" -lcudart -lcublas -lnvrtc \
+     "$abi/LSTM.cpp" -L"$cuda_root/lib64" -Wl,-rpath,"$cuda_root/lib64" -lcudart -lcublas -lcublasLt -lnvrtc \
      -o "$abi/no_device" >>"$out/abi.log" 2>&1; then
   if timeout -k 5 120 "$abi/no_device" >>"$out/abi.log" 2>&1; then
     phase abi "passed: $(grep -m1 'GPU\|no GPU' "$out/abi.log"); $(grep -m1 'two threads' "$out/abi.log" || true)"

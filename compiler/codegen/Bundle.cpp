@@ -3,6 +3,7 @@
 #include "codegen/CppPrinter.h"
 #include "codegen/CudaPersist.h"
 #include "codegen/CudaPrinter.h"
+#include "codegen/FoldBias.h"
 #include "codegen/Writer.h"
 #include "io/Array.h"
 #include "passes/PlanMemory.h"
@@ -226,6 +227,7 @@ Bundle printBundle(const Program &program, const SourceManager &sm, Target targe
   if (target == Target::Cuda) { // the CPU's blocks of steps are the CPU's
     everyStep = program;
     keepEveryStep(everyStep);
+    foldBiasesIntoProducts(everyStep);
   }
   const Program &p = target == Target::Cuda ? everyStep : program;
   Bundle b;

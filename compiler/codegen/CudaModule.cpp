@@ -149,6 +149,7 @@ private:
     return k.kind == KernelIR::Kind::GradMatrix ? a || b : (k.kind == KernelIR::Kind::Gemm || k.kind == KernelIR::Kind::GemmT) && a;
   }
   std::string call16(Writer &w, const KernelIR &k, const std::string &from, const std::string &to) const;
+  std::string biasedGemm(Writer &w, const KernelIR &k, const std::string &from, const std::string &to) const;
   std::string at(int buffer, int32_t delay) const {
     return fmt::format("ws.{} + {}", p_.buffers[buffer].name, CPrinter::rowOffset(p_.buffers[buffer], delay, "r0"));
   }
@@ -257,6 +258,11 @@ void CudaHost::launcher(Writer &w, const KernelIR &k, int index) {
   case KernelIR::Kind::GemmT:
   case KernelIR::Kind::GradMatrix: {
     GemmCall gemm = gemmCall(p_, k);
+    if (!k.biases.empty()) {
+      w.line("(void)G, (void)B;");
+      w.line("RNNC_CUDA_CHECK({});", biasedGemm(w, k, "r0", "r1"));
+      break;
+    }
     w.line("{}", gemm.comment);
     // A dropped param's product reads neither array: its W and gradient are the workspace's.
     if (k.dropped) w.line("(void)P, (void)G, (void)B, (void)s;");
@@ -304,6 +310,11 @@ void CudaHost::spannedLibraryCall(Writer &w, const KernelIR &k) {
   case KernelIR::Kind::Gemm:
   case KernelIR::Kind::GemmT:
   case KernelIR::Kind::GradMatrix: {
+    if (!k.biases.empty()) {
+      w.line("(void)G;");
+      call = fmt::format("ok({}, \"gemm_bias\")", biasedGemm(w, k, "q0", "q1"));
+      break;
+    }
     GemmCall gemm = gemmCall(p_, k, "q0", "q1");
     w.line("{}", gemm.comment);
     if (k.dropped) w.line("(void)P, (void)G;");
@@ -342,6 +353,31 @@ void CudaHost::spannedLibraryCall(Writer &w, const KernelIR &k) {
     w.line("              [](int64_t, int64_t) {{}});");
   }
   w.line("return good ? 0 : 1;").close();
+}
+
+/// A product with its biases folded in (FoldBias.h) on rows [from, to): its
+/// comment and, for two biases, the line summing them into ws.bias_sum; returns
+/// the call of rnnc/cuda.h's gemm_bias (a cublasStatus_t).
+std::string CudaHost::biasedGemm(Writer &w, const KernelIR &k, const std::string &from, const std::string &to) const {
+  const Buffer &in = p_.buffers[k.a], &out = p_.buffers[k.out];
+  const std::string W = fmt::format("{} + {}", k.dropped ? "ws.dropped" : "P", k.paramOffset);
+  std::vector<std::string> biases;
+  for (int64_t b : k.biases) biases.push_back(fmt::format("P[{}..]", b));
+  w.line("// out[r] = W x[r] + {}, W = {}[{}..] [{} x {}]: the biases added by the GEMM's epilogue (gemm_bias)",
+         fmt::join(biases, " + "), k.dropped ? "ws.dropped" : "P", k.paramOffset, k.rows, k.cols);
+  const int stream = streamOf_[static_cast<size_t>(&k - p_.kernels.data())];
+  std::string bias = fmt::format("P + {}", k.biases[0]);
+  if (k.biases.size() > 1) {
+    bias = "bias";
+    w.line("real *bias = static_cast<real *>(context().biasSpace({})); // the two biases' sum", stream);
+    w.line("RNNC_CUDA_CHECK(launch(kernel_[{}], \"bias_rows\", grid_for({}, 256), 256, s, bias, int64_t(1), int64_t({}), P + {}, "
+           "P + {}));",
+           helper("bias_rows"), k.rows, k.rows, k.biases[0], k.biases[1]);
+  }
+  return fmt::format("gemm_bias(context().lt(), blas, context().blasSpace({}), Context::kBlasSpaceBytes, s, kTf32, "
+                     "kernel_[{}], {} - {}, {}, {}, ws.{} + {}, {}, ws.{} + {}, {})",
+                     stream, helper("bias_rows"), to, from, k.rows, k.cols, in.name, CPrinter::rowOffset(in, k.aDelay, from),
+                     W, out.name, CPrinter::rowOffset(out, 0, from), bias);
 }
 
 /// A 16-bit model's library kernel on rows [from, to): an expression true
@@ -495,10 +531,10 @@ void CudaHost::lossMean(Writer &w, const Buffer &b) const {
 
 void CudaHost::header(Writer &w) {
   if (o_.jit) {
-    w.line("// Build: c++ -std=c++17 -O2 $(rnnc --print-cflags) -I$CUDA/include -c this file; link cudart, cublas, nvrtc.");
+    w.line("// Build: c++ -std=c++17 -O2 $(rnnc --print-cflags) -I$CUDA/include -c this file; link cudart, cublas, cublasLt, nvrtc.");
     w.line("// The kernels are a string NVRTC compiles at first use for the GPU that is there.");
   } else {
-    w.line("// Build: nvcc -std=c++17 -arch=sm_90 $(rnnc --print-cflags) -c this file; link cudart and cublas.");
+    w.line("// Build: nvcc -std=c++17 -arch=sm_90 $(rnnc --print-cflags) -c this file; link cudart, cublas and cublasLt.");
   }
   w.line("// Arrays are time-major and live on the device; see runtime/include/rnnc/model.h for the ABI.");
   w.line("#include \"rnnc/{}.h\"", o_.jit ? "cuda_jit" : "cuda").line("#include \"rnnc/model.h\"");
@@ -532,6 +568,7 @@ void CudaHost::definitions(Writer &w) {
   std::vector<std::string> takes = {extraTake};
   if (p_.lossSeeded) takes.push_back("ws->loss_scale = c.take_fixed<real>(1);");
   if (p_.gridBarrierWords) takes.push_back(fmt::format("ws->grid_barrier = c.take_fixed<unsigned>({});", p_.gridBarrierWords));
+
   if (isHalf(p_.dtype)) {
     if (p_.hasBackward) takes.push_back(fmt::format("ws->grads = c.take_fixed<real>({});", p_.paramElements));
     const int64_t perRow = p_.roundedPerRow; // the plan's: the widest row of a product's float operands

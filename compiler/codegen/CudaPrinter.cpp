@@ -599,6 +599,7 @@ std::vector<std::string> cudaKernelNames(const Program &p) {
   if (!p.dropped.empty()) names.insert(names.end(), {"drop_param", "fold_dropped_grad"});
   if (isHalf(p.dtype))
     names.insert(names.end(), {"to_real", "to_store", "fill_store", "mean_store", "grad_embed_store", "column_sums_store"});
+  if (foldsBiases(p)) names.push_back("bias_rows");
   for (const KernelIR &k : p.kernels)
     if (k.kind == KernelIR::Kind::Fused) names.push_back(k.name);
   for (size_t s = 0; s < p.stages.size(); ++s)
@@ -612,8 +613,13 @@ std::vector<std::string> cudaKernelNames(const Program &p) {
   return names;
 }
 
+bool foldsBiases(const Program &p) {
+  return std::any_of(p.kernels.begin(), p.kernels.end(), [](const KernelIR &k) { return !k.biases.empty(); });
+}
+
 std::string cudaWorkspaceStruct(const Program &p) {
   std::vector<std::string> members = {"real *ones; // [T][B][n] ones: what the bias gradients' column sums multiply"};
+
   if (p.hasLengths)
     members.push_back("const int32_t *host_lengths; // [B] in host memory: the rows each step's library calls cut to");
   if (p.lossSeeded)
@@ -638,6 +644,14 @@ std::string printCudaKernels(const Program &p, const SourceManager &sm) {
                        "// computed in float (real); docs/precision.md says which stay float.",
                        dtypeName(p.dtype), dtypeName(p.dtype)) +
            kStoreBits + (p.dtype == DType::BF16 ? kBf16Store : kF16Store) + kStoreHelpers;
+  if (foldsBiases(p))
+    out += "\n// rnnc helper: a[r][j] = b0[j] + b1[j] (b1 null: b0[j]) for r < rows, j < n: the bias sum a product's\n"
+           "// epilogue adds, or its rows before a GEMM that adds to them (rnnc/cuda.h's gemm_bias).\n"
+           "RNNC_KERNEL __launch_bounds__(256) void bias_rows(real *__restrict__ a, int64_t rows, int64_t n,\n"
+           "                                                  const real *__restrict__ b0, const real *__restrict__ b1) {\n"
+           "  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < rows * n; e += int64_t(gridDim.x) * blockDim.x)\n"
+           "    a[e] = b1 ? b0[e % n] + b1[e % n] : b0[e % n];\n"
+           "}\n";
   if (p.hasMasks)
     out += "\n// rnnc helper: the masks' key and mode, kept for backward (rnnc/workspace.h's mask_words).\n"
            "RNNC_KERNEL __launch_bounds__(32) void set_rng(unsigned *rng, unsigned key_low, unsigned key_high, unsigned train) {\n"

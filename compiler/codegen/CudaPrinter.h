@@ -87,6 +87,10 @@ private:
 /// same text is the body of a .cu bundle and the NVRTC string of --jit.
 std::string printCudaKernels(const Program &p, const SourceManager &sm);
 
+/// Whether a product of p adds biases as its epilogue (FoldBias.h): the
+/// prelude then has the `bias_rows` helper.
+bool foldsBiases(const Program &p);
+
 /// The Workspace struct of a CUDA model: HostCode's, with the ones the bias
 /// gradients multiply and, --lengths, the host copy of the lengths.
 std::string cudaWorkspaceStruct(const Program &p);

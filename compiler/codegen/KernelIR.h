@@ -101,6 +101,10 @@ struct KernelIR {
   /// other launch reads: the CPU's backward skips it when the caller passes no
   /// array for that gradient (-1: always runs).
   int inputGrad = -1;
+  /// CUDA, a Gemm run for all rows at once: the params (offsets, `rows` wide)
+  /// its epilogue adds to every row of out (FoldBias.h); with two, their sum
+  /// is made first in the stream's cuBLAS workspace (rnnc/cuda.h's Context::biasSpace).
+  std::vector<int64_t> biases;
   std::vector<NodeId> nodes;
   std::vector<SourceRange> equations; // the source lines it computes, in order, no duplicates
 };

@@ -219,7 +219,7 @@ const rnnc_model *loadCompiledModel(const codegen::Bundle &b, DType dtype, std::
       return nullptr;
     }
     flags = "-std=c++17 -O2 -fPIC -shared -I" + shellQuote(runtimeIncludeDir().string()) + " -I" + shellQuote(home + "/include");
-    libs = fmt::format("-L{} -Wl,-rpath,{} -lcudart -lcublas -lnvrtc", shellQuote(home + "/lib64"), shellQuote(home + "/lib64"));
+    libs = fmt::format("-L{} -Wl,-rpath,{} -lcudart -lcublas -lcublasLt -lnvrtc", shellQuote(home + "/lib64"), shellQuote(home + "/lib64"));
   } else {
     flags = "-std=c++17 -O3 -march=native -fopenmp -fPIC -shared -I" + shellQuote(runtimeIncludeDir().string());
     libs = "-lopenblas";

@@ -274,7 +274,7 @@ def build_library(manifest, files, dtype_bytes, arch="sm_90"):
     if target == "cuda":
         cc = _nvcc()
         flags = ["-std=c++17", "-O3", "-Xcompiler", "-fPIC", "-shared", "-I" + include, f"-arch={arch}"]
-        libs = ["-lcublas"]
+        libs = ["-lcublas", "-lcublasLt"]
     else:
         cc = _cxx()
         flags = ["-std=c++17", "-O3", "-march=native", "-fopenmp", "-fPIC", "-shared", "-I" + include]

@@ -70,7 +70,7 @@ F16_SAMPLES = ["lstm", "charlm", "mingru", "awd_lstm"]
 NVCC_16BIT = ["lstm-bf16", "charlm-f16"]
 # Kernels every bundle carries, beside the fused ones (and a 16-bit bundle's conversions).
 HELPERS = {"fill", "grad_embed", "mean", "set_rng", "drop_param", "fold_dropped_grad", "to_real", "to_store",
-           "fill_store", "mean_store", "grad_embed_store", "column_sums_store"}
+           "fill_store", "mean_store", "grad_embed_store", "column_sums_store", "bias_rows"}
 
 failures = []
 

@@ -19,7 +19,7 @@ import os
 import re
 import sys
 
-HELPERS = {"fill", "grad_embed", "mean", "set_rng", "drop_param", "fold_dropped_grad"}  # written once for every bundle: a plain comment says what they do
+HELPERS = {"fill", "grad_embed", "mean", "set_rng", "drop_param", "fold_dropped_grad", "bias_rows"}  # written once for every bundle: a plain comment says what they do
 EQUATION = re.compile(r"//   ([\w.\-/]+\.rnn):(\d+)  (.*)$")
 
 

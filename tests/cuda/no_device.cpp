@@ -1,5 +1,5 @@
 // The C ABI of a CUDA --jit bundle (samples/lstm.rnn, compiled at build time)
-// in a program linked with cudart, cublas and nvrtc only (never the driver
+// in a program linked with cudart, cublas, cublasLt and nvrtc only (never the driver
 // stub libcuda), so it starts on a machine with no GPU and no driver.
 //
 // No GPU (cudaGetDeviceCount fails or finds 0): device_alloc returns null,

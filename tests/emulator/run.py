@@ -307,6 +307,14 @@ MUTANTS = [
     # land between the other's rounding and its product (seed 3, also policy 0, happens not to).
     ("bitagger", ["--dtype", "bf16"], "its two streams' products round their float h into one scratch",
      replace("storage(ws, 1)", "storage(ws, 0)"), None, (), {"RNNC_EMULATOR_SEED": "6", **STEPWISE}),
+    # Biases folded into the product before the loop (docs/cuda.md): each part adds something.
+    ("lstm", [], "the folded product's GEMM without its bias epilogue", None,
+     ("epilogue = CUBLASLT_EPILOGUE_BIAS;", "epilogue = CUBLASLT_EPILOGUE_DEFAULT;"), (), {}),
+    ("lstm", [], "the sum of a product's two biases without the second",
+     replace("a[e] = b1 ? b0[e % n] + b1[e % n] : b0[e % n];", "a[e] = b0[e % n];"), None, (), {}),
+    ("lstm", [], "with no cuBLASLt algorithm, the GEMM overwriting the rows set to the bias", None,
+     ("return gemm(h, false, true, M, N, K, A, W, C, T(1));", "return gemm(h, false, true, M, N, K, A, W, C, T(0));"),
+     (), {"RNNC_EMULATOR_LT_ALGOS": "0"}),
     ("lstm", [], "per-thread default streams, and device_copy waits only for its own",
      None, ("return ok(cudaDeviceSynchronize(), \"cudaDeviceSynchronize\") &&", "return"),
      ("-DCUDA_API_PER_THREAD_DEFAULT_STREAM",), {}),
@@ -360,7 +368,10 @@ def main():
     # The caller's own non-blocking stream, and (16 mod 32: enough for double's
     # two 16-byte accesses) a workspace 16 bytes off cudaMalloc's alignment.
     caller, off16 = {"RNNC_EMULATOR_CALLER_STREAM": "1"}, {"RNNC_EMULATOR_MISALIGN": "16"}
-    envs_of = {"lstm": ({}, caller, off16), "bitagger": ({}, caller)}
+    # A product's biases folded into its GEMM (codegen/FoldBias.h): cuBLASLt's epilogue, and with
+    # no cuBLASLt algorithm the fallback (rows set to the bias, a GEMM adding to them).
+    no_lt = {"RNNC_EMULATOR_LT_ALGOS": "0"}
+    envs_of = {"lstm": ({}, caller, off16, no_lt), "bitagger": ({}, caller), "gru": ({}, no_lt)}
     seeds_of = lambda s: STREAM_SEEDS if os.path.basename(s)[:-4] in TWO_STREAMS else SEEDS  # noqa: E731
     # Loops every way (docs/cuda.md#persistent-loops): the runs above with the cost model's choice
     # (persistent on the emulated device for most), and every sample again forced step by step

@@ -1,8 +1,9 @@
 // What the CUDA host code rnnc generates calls: every CUDA and cuBLAS call
 // checked with the failing call named, the per-process context (streams,
-// events, one cuBLAS handle per stream), the GEMMs, the row helpers on device
-// buffers and the graph cache of --cuda-graphs. Header-only: a .cu bundle
-// links cudart and cublas; a --jit bundle adds rnnc/cuda_jit.h and nvrtc.
+// events, one cuBLAS handle per stream, one cuBLASLt handle), the GEMMs, the
+// row helpers on device buffers and the graph cache of --cuda-graphs.
+// Header-only: a .cu bundle links cudart, cublas and cublasLt; a --jit bundle
+// adds rnnc/cuda_jit.h and nvrtc.
 // Only the runtime API is used, so a program that has no GPU still starts
 // and the first call says "no CUDA device".
 #pragma once
@@ -10,6 +11,7 @@
 #include "rnnc/persistent.h"
 #include "rnnc/workspace.h"
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -93,7 +95,7 @@ public:
           // A workspace of its own per handle: results do not depend on
           // which stream ran first, and graph capture never allocates.
           !ok(cudaMalloc(&blasSpace_[s], kBlasWorkspace), "cudaMalloc") ||
-          !ok(cublasSetWorkspace(blas_[s], blasSpace_[s], kBlasWorkspace), "cublasSetWorkspace") ||
+          !ok(cublasSetWorkspace(blas_[s], blasSpace_[s], kBlasSpaceBytes), "cublasSetWorkspace") ||
           !ok(cublasSetMathMode(blas_[s], tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH), "cublasSetMathMode")) {
         error_ = last_error();
         return false;
@@ -104,6 +106,10 @@ public:
         error_ = last_error();
         return false;
       }
+    if (!ok(cublasLtCreate(&lt_), "cublasLtCreate")) {
+      error_ = last_error();
+      return false;
+    }
     own_ = streams_[0];
     if (!ok(cudaStreamCreateWithFlags(&capture_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags")) {
       error_ = last_error();
@@ -124,10 +130,19 @@ public:
   /// Where --cuda-graphs records a loop (run_captured): non-blocking, used by nothing else.
   cudaStream_t captureStream() const { return capture_; }
   cublasHandle_t blas(int s) const { return blas_[static_cast<size_t>(s)]; }
+  /// cuBLASLt (gemm_bias), not bound to a stream; it borrows stream s's cuBLAS workspace.
+  cublasLtHandle_t lt() const { return lt_; }
+  void *blasSpace(int s) const { return blasSpace_[static_cast<size_t>(s)]; }
+  /// Past the kBlasSpaceBytes the libraries use of stream s's workspace:
+  /// where a product's two biases are summed before its GEMM (in stream
+  /// order, so one place serves every product of the stream).
+  void *biasSpace(int s) const { return static_cast<char *>(blasSpace_[static_cast<size_t>(s)]) + kBlasSpaceBytes; }
+  static constexpr size_t kBiasSpace = size_t(1) << 20; // codegen/FoldBias.h's kBiasSpaceBytes
+  static constexpr size_t kBlasSpaceBytes = (size_t(32) << 20) - kBiasSpace;
   cudaEvent_t event(int e) const { return events_[static_cast<size_t>(e)]; }
 
 private:
-  static constexpr size_t kBlasWorkspace = size_t(32) << 20;
+  static constexpr size_t kBlasWorkspace = kBlasSpaceBytes + kBiasSpace;
   std::mutex mutex_;
   bool ready_ = false;
   std::string error_;
@@ -135,6 +150,7 @@ private:
   cudaStream_t own_ = nullptr; // stream 0 when the caller passes none
   cudaStream_t capture_ = nullptr;
   std::vector<cublasHandle_t> blas_;
+  cublasLtHandle_t lt_ = nullptr;
   std::vector<void *> blasSpace_;
   std::vector<cudaEvent_t> events_;
 };
@@ -385,6 +401,59 @@ inline cublasStatus_t gemm16(cublasHandle_t h, cudaStream_t s, const Storage16<S
     }
   }
   return status;
+}
+
+/// Row-major C[M][N] = A[M][K] · Wᵀ + bias, W [N][K] row-major, bias [N]
+/// added to every row (a product whose biases FoldBias.h folded). cuBLASLt's
+/// bias epilogue (CUBLASLT_EPILOGUE_BIAS) where its heuristic has an algorithm
+/// for the shape and type; else C's rows set to the bias by the `bias_rows`
+/// kernel and a GEMM adding to them (beta = 1). `tf32`: TF32 products, as the
+/// model's cuBLAS handles compute.
+template <class T>
+inline cublasStatus_t gemm_bias(cublasLtHandle_t lt, cublasHandle_t h, void *space, size_t spaceBytes, cudaStream_t s, bool tf32,
+                      const void *biasRows, int64_t M, int64_t N, int64_t K, const T *A, const T *W, T *C, const T *bias) {
+  constexpr bool dbl = std::is_same_v<T, double>;
+  const cudaDataType type = dbl ? CUDA_R_64F : CUDA_R_32F;
+  const cublasComputeType_t compute = dbl ? CUBLAS_COMPUTE_64F : tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  const cublasOperation_t transposed = CUBLAS_OP_T;
+  const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t w = nullptr, a = nullptr, c = nullptr;
+  cublasLtMatmulPreference_t preference = nullptr;
+  cublasLtMatmulHeuristicResult_t found = {};
+  int count = 0;
+  // Column-major, as cuBLAS sees row-major arrays: Cᵀ [N x M] = op(W's [K x N]) · Aᵀ [K x M], op = T.
+  bool planned = cublasLtMatmulDescCreate(&desc, compute, type) == CUBLAS_STATUS_SUCCESS &&
+                 cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &transposed, sizeof transposed) ==
+                     CUBLAS_STATUS_SUCCESS &&
+                 cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue) ==
+                     CUBLAS_STATUS_SUCCESS &&
+                 cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias) ==
+                     CUBLAS_STATUS_SUCCESS &&
+                 cublasLtMatrixLayoutCreate(&w, type, static_cast<uint64_t>(K), static_cast<uint64_t>(N), K) ==
+                     CUBLAS_STATUS_SUCCESS &&
+                 cublasLtMatrixLayoutCreate(&a, type, static_cast<uint64_t>(K), static_cast<uint64_t>(M), K) ==
+                     CUBLAS_STATUS_SUCCESS &&
+                 cublasLtMatrixLayoutCreate(&c, type, static_cast<uint64_t>(N), static_cast<uint64_t>(M), N) ==
+                     CUBLAS_STATUS_SUCCESS &&
+                 cublasLtMatmulPreferenceCreate(&preference) == CUBLAS_STATUS_SUCCESS &&
+                 cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &spaceBytes,
+                                                      sizeof spaceBytes) == CUBLAS_STATUS_SUCCESS &&
+                 cublasLtMatmulAlgoGetHeuristic(lt, desc, w, a, c, c, preference, 1, &found, &count) ==
+                     CUBLAS_STATUS_SUCCESS &&
+                 count > 0;
+  cublasStatus_t status = CUBLAS_STATUS_SUCCESS;
+  const T one = 1, zero = 0;
+  if (planned) status = cublasLtMatmul(lt, desc, &one, W, w, A, a, &zero, C, c, C, c, &found.algo, space, spaceBytes, s);
+  if (preference) cublasLtMatmulPreferenceDestroy(preference);
+  for (cublasLtMatrixLayout_t layout : {w, a, c})
+    if (layout) cublasLtMatrixLayoutDestroy(layout);
+  if (desc) cublasLtMatmulDescDestroy(desc);
+  if (planned) return status;
+  // No algorithm with the epilogue: the rows start as the bias and the GEMM adds to them.
+  if (!launch(biasRows, "bias_rows", grid_for(M * N, 256), 256, s, C, M, N, bias, static_cast<const T *>(nullptr)))
+    return CUBLAS_STATUS_EXECUTION_FAILED;
+  return gemm(h, false, true, M, N, K, A, W, C, T(1));
 }
 
 /// A 16-bit model's row copies between its float buffers (the recurrent

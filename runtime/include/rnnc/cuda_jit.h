@@ -2,7 +2,7 @@
 // compiled at load time for the GPU that is there and kept in an on-disk
 // cache keyed by a hash of the source, the architecture and NVRTC's version,
 // then loaded with the runtime API's library calls (no driver API, so nothing
-// links libcuda). Header-only; link nvrtc beside cudart and cublas.
+// links libcuda). Header-only; link nvrtc beside cudart, cublas and cublasLt.
 #pragma once
 
 #include "rnnc/cuda.h"

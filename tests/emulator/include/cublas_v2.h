@@ -12,8 +12,8 @@
 #include <type_traits>
 
 // library_types.h's, which the real cublas_v2.h includes: the element types
-// cublasGemmEx takes here.
-enum cudaDataType_t { CUDA_R_32F = 0, CUDA_R_16F = 2, CUDA_R_16BF = 14 };
+// cublasGemmEx (and cublasLt.h's matmul: float, double) takes here.
+enum cudaDataType_t { CUDA_R_32F = 0, CUDA_R_64F = 1, CUDA_R_16F = 2, CUDA_R_16BF = 14 };
 typedef cudaDataType_t cudaDataType;
 
 struct EmuBlas {
@@ -29,7 +29,7 @@ enum cublasStatus_t {
 };
 enum cublasOperation_t { CUBLAS_OP_N, CUBLAS_OP_T };
 enum cublasMath_t { CUBLAS_DEFAULT_MATH, CUBLAS_TF32_TENSOR_OP_MATH };
-enum cublasComputeType_t { CUBLAS_COMPUTE_32F = 68 };
+enum cublasComputeType_t { CUBLAS_COMPUTE_32F = 68, CUBLAS_COMPUTE_64F = 70, CUBLAS_COMPUTE_32F_FAST_TF32 = 77 };
 enum cublasGemmAlgo_t { CUBLAS_GEMM_DEFAULT = -1 };
 
 inline const char *cublasGetStatusString(cublasStatus_t s) {
