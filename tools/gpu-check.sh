@@ -16,6 +16,11 @@
 #           against step by step, f32 and bf16 (tensor cores), B 1 4 16 64, H 768 256,
 #           and the cost model's pick;
 #           written to docs/benchmarks/gpu-persistent.md
+#   goals   bench/gpu/goals.py: issue 23's goals, each row against its goal (the LSTM's
+#           persistent step at H = 768, B = 16 in bf16; rnnc against cuDNN for B 1..256,
+#           H 256 768 1024, T 1024 and 100, f32 bf16 f16; the peephole and layer-norm
+#           LSTMs against PyTorch eager and compiled at T = 1024), the deciding rows
+#           first, 90 s of rows; written to docs/benchmarks/gpu-goals.md
 #   abi     tests/cuda/no_device.cpp on the LSTM --jit bundle: ABI v3 on a GPU (the
 #           caller's stream, forward's results, two threads at once)
 #   lengths tools/bench-lengths.sh on CUDA: an LSTM with lengths uniform in [T/4, T] against it padded
@@ -178,6 +183,26 @@ if [ "$tests_rc" != 77 ] && [ $scan_only = 0 ]; then
     cat "$out/persistent.md"; } >docs/benchmarks/gpu-persistent.md
   cp docs/benchmarks/gpu-persistent.md "$out/gpu-persistent.md"
   phase persist "$persist_result"
+fi
+
+# ---- issue 23's goals: each against its goal, the deciding rows first (bench/gpu/goals.py)
+if [ "$tests_rc" = 0 ] && [ $scan_only = 0 ] && python3 -c "import torch" 2>/dev/null; then
+  with_blas timeout -k 10 200 python3 bench/gpu/goals.py --rnnc "$rnnc" --budget-s 90 \
+    >"$out/goals.md" 2>"$out/goals.log"
+  goals_rc=$?
+  { echo "# GPU: the persistent loops' goals (issue 23)"; echo
+    echo "Measured by \`bash tools/gpu-check.sh\` (\`bench/gpu/goals.py\`, 90 s of rows: those past it say so), source" \
+         "${RNNC_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}, $(date -u +%F)" \
+         "([cuda.md](../cuda.md#persistent-loops) describes the kernels)."; echo
+    cat "$out/goals.md"; } >docs/benchmarks/gpu-goals.md
+  cp docs/benchmarks/gpu-goals.md "$out/gpu-goals.md"
+  case $goals_rc in
+    0) phase goals "measured: docs/benchmarks/gpu-goals.md ($(grep -c 'met' "$out/goals.md") met, $(grep -c 'missed' "$out/goals.md") missed)" ;;
+    124) phase goals "FAILED: over 200 s ($out/goals.log)"; failed=1 ;;
+    *) phase goals "FAILED: exit $goals_rc (the table says which rows; $out/goals.log)"; failed=1 ;;
+  esac
+else
+  phase goals "not run: $([ "$tests_rc" = 0 ] && echo 'no PyTorch or --scan-only' || echo 'the GPU tests did not pass')"
 fi
 
 # ---- the C ABI (v3) on the device: tests/cuda/no_device.cpp against the LSTM as

@@ -12,6 +12,9 @@ backward of sum(out * dy), without the product's extra kernels), f32, I = H.
             (both h and c are outputs, as in the sample: dy for each); run
             eagerly ("eager") and with its step under torch.compile
             ("compile"; if that fails the row says n/a and why)
+  layernorm samples/layernorm_lstm.rnn's the same way (LN(W_x x) + b for all
+            steps at once, the loop: LN(W_h h), the cell, LN(c); h the output)
+            (bench/gpu/goals.py's rows; not in the main grid)
 
 Each row: warmup runs, then the median and minimum of --runs runs, each timed
 by CUDA events around forward + backward. TF32 is off (rnnc computes in plain
@@ -60,40 +63,75 @@ def peephole_seq(step, x, h, c, W, R, b, p_i, p_f, p_o):
     return torch.stack(hs), torch.stack(cs)
 
 
-def problem(cell, impl, B, H, T, dev):
-    """(step, compile_s): step() runs one forward + backward."""
+def layernorm(v, gain, bias):
+    import torch
+    d = v - v.mean(1, keepdim=True)
+    return gain * d / torch.sqrt((d * d).mean(1, keepdim=True) + 1e-5) + bias
+
+
+def layernorm_step(lx, h, c, W_h, gain_h, bias_h, gain_c, bias_c):
+    """One step of samples/layernorm_lstm.rnn; lx = LN(W_x x) + b (computed for all t at once)."""
+    import torch
+    f, i, o, g = (layernorm(h @ W_h.t(), gain_h, bias_h) + lx).chunk(4, 1)
+    c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+    return torch.sigmoid(o) * torch.tanh(layernorm(c, gain_c, bias_c)), c
+
+
+def layernorm_seq(step, x, h, c, W_x, W_h, b, gain_x, bias_x, gain_h, bias_h, gain_c, bias_c):
+    T, B, _ = x.shape
+    lx = (layernorm(x.reshape(T * B, -1) @ W_x.t(), gain_x, bias_x) + b).view(T, B, -1)
+    hs = []
+    for t in range(T):
+        h, c = step(lx[t], h, c, W_h, gain_h, bias_h, gain_c, bias_c)
+        hs.append(h)
+    import torch
+    return (torch.stack(hs),)
+
+
+def problem(cell, impl, B, H, T, dev, dtype="float32", forward=False):
+    """(step, compile_s): step() runs one forward + backward (with `forward`, the forward alone,
+    as in training: autograd keeps what backward would need). `dtype`: the cuDNN layers' and
+    their data's (float32, bfloat16, float16); the cells in plain PyTorch are float32."""
     import torch
     g = torch.Generator(device="cpu").manual_seed(B * 7919 + H)
     rnd = lambda *s: torch.randn(*s, generator=g).to(dev)  # noqa: E731
-    x = rnd(T, B, H).requires_grad_()
     if cell in ("lstm", "gru"):
-        net = (torch.nn.LSTM if cell == "lstm" else torch.nn.GRU)(H, H).to(dev)
-        h0 = rnd(1, B, H).requires_grad_()
-        c0 = rnd(1, B, H).requires_grad_()
+        dt = getattr(torch, dtype)
+        x = rnd(T, B, H).to(dt).requires_grad_()
+        net = (torch.nn.LSTM if cell == "lstm" else torch.nn.GRU)(H, H).to(dev, dt)
+        h0 = rnd(1, B, H).to(dt).requires_grad_()
+        c0 = rnd(1, B, H).to(dt).requires_grad_()
         state = (h0, c0) if cell == "lstm" else h0
         wrt = [*net.parameters(), x, *((h0, c0) if cell == "lstm" else (h0,))]
-        dy = rnd(T, B, H)
+        dy = rnd(T, B, H).to(dt)
 
         def step():
             out, _ = net(x, state)
-            return torch.autograd.grad(out, wrt, dy)
+            return out if forward else torch.autograd.grad(out, wrt, dy)
         return step, None
+    x = rnd(T, B, H).requires_grad_()
     k = 1.0 / H ** 0.5
     uni = lambda *s: ((torch.rand(*s, generator=g) * 2 - 1) * k).to(dev).requires_grad_()  # noqa: E731
-    params = [uni(4 * H, H), uni(4 * H, H), uni(4 * H), uni(H), uni(H), uni(H)]  # W R b p_i p_f p_o
+    if cell == "peephole":
+        params = [uni(4 * H, H), uni(4 * H, H), uni(4 * H), uni(H), uni(H), uni(H)]  # W R b p_i p_f p_o
+        fn, seq = peephole_step, peephole_seq
+    else:  # W_x W_h b gain_x bias_x gain_h bias_h gain_c bias_c
+        params = [uni(4 * H, H), uni(4 * H, H), uni(4 * H), uni(4 * H), uni(4 * H), uni(4 * H), uni(4 * H), uni(H), uni(H)]
+        fn, seq = layernorm_step, layernorm_seq
     h0, c0 = rnd(B, H).requires_grad_(), rnd(B, H).requires_grad_()
-    dyh, dyc = rnd(T, B, H), rnd(T, B, H)
-    fn = peephole_step
+    dys = [rnd(T, B, H) for _ in range(2 if cell == "peephole" else 1)]  # the sample's outputs: h, c or h
     if impl == "compile":
         if not hasattr(torch, "compile"):
             raise RuntimeError(f"torch {torch.__version__} has no torch.compile")
         import torch._dynamo
         torch._dynamo.reset()  # compile afresh for this shape
-        fn = torch.compile(peephole_step, dynamic=False, fullgraph=True)
+        fn = torch.compile(fn, dynamic=False, fullgraph=True)
 
     def step():
-        hs, cs = peephole_seq(fn, x, h0, c0, *params)
-        return torch.autograd.grad([hs, cs], [*params, x, h0, c0], [dyh, dyc])
+        outs = seq(fn, x, h0, c0, *params)
+        if forward:
+            return outs
+        return torch.autograd.grad(list(outs), [*params, x, h0, c0], dys)
     compile_s = None
     if impl == "compile":  # the first call compiles forward and backward: time it apart
         t0 = time.perf_counter()
@@ -137,7 +175,8 @@ def main():
     ap.add_argument("--seq", type=int, default=100)
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=5)
-    ap.add_argument("--cells", nargs="+", default=["lstm", "gru", "peephole"], choices=["lstm", "gru", "peephole"])
+    ap.add_argument("--cells", nargs="+", default=["lstm", "gru", "peephole"],
+                    choices=["lstm", "gru", "peephole", "layernorm"])
     ap.add_argument("--no-compile", action="store_true", help="leave out peephole under torch.compile")
     ap.add_argument("--tf32", action="store_true", help="let cuBLAS and cuDNN use TF32")
     ap.add_argument("--budget-s", type=float, default=None, help="start no row after this many seconds")
@@ -158,7 +197,8 @@ def main():
            "cudnn": torch.backends.cudnn.version() if args.device == "cuda" else None,
            "gpu": torch.cuda.get_device_name() if args.device == "cuda" else "cpu",
            "tf32": args.tf32, "seq": args.seq, "runs": args.runs, "warmup": args.warmup, "rows": []}
-    impls = {"lstm": ["cudnn"], "gru": ["cudnn"], "peephole": ["eager"] + ([] if args.no_compile else ["compile"])}
+    cells = ["eager"] + ([] if args.no_compile else ["compile"])
+    impls = {"lstm": ["cudnn"], "gru": ["cudnn"], "peephole": cells, "layernorm": cells}
     plan = [(c, i, B, H) for c in args.cells for i in impls[c] for H in args.hidden for B in args.batch]
     plan.sort(key=lambda r: r[1] == "compile")  # the slow compiles last, where the budget cuts
     for cell, impl, B, H in plan:

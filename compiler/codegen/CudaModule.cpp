@@ -228,7 +228,10 @@ std::vector<int> CudaHost::waitsOf(int stage) const {
 }
 
 void CudaHost::launcher(Writer &w, const KernelIR &k, int index) {
-  w.line("/// {}: {} on rows [r0, r1).", k.name, k.kind == KernelIR::Kind::Fused ? "the kernel" : "a cuBLAS call");
+  w.line("/// {}: {} on rows [r0, r1).", k.name,
+         k.kind == KernelIR::Kind::Fused ? "the kernel"
+         : k.biases.empty()              ? "a cuBLAS call"
+                                         : "a cuBLASLt call adding the biases");
   // A fused kernel's comment names its equations; a library call's is here.
   if (k.kind != KernelIR::Kind::Fused) w.raw(CudaPrinter(p_, sm_).equationsComment(k));
   w.open("int launch_{}(const Workspace &ws, const {} *P, real *G, int64_t B, int64_t r0, int64_t r1, "

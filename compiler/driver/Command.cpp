@@ -24,7 +24,7 @@ void addCommon(CLI::App &cmd, CommonOptions &o) {
       ->check(CLI::Range(1, 100000));
   cmd.add_option("--dtype", o.dtype,
                  "what params, inputs, outputs and saved values are stored in: f32 (the default), f64, or bf16 and f16 "
-                 "(16 bits, computed in f32; CPU only so far: docs/precision.md)")
+                 "(16 bits, computed in f32, on tensor cores on CUDA: docs/precision.md)")
       ->check(CLI::IsMember({"f32", "f64", "bf16", "f16"}));
 }
 
