@@ -8,8 +8,9 @@ the GPU; rnnc reports the median and minimum of --runs runs after --warmup.
 Prints JSON: {"seq", "runs", "warmup", "rows": [{"cell", "batch", "hidden",
 "fwdbwd_ms", "fwdbwd_ms_min", "forward_ms", "workspace_bytes"} | {"cell",
 "batch", "hidden", "error"}]}; a row that fails, or that would start after
---budget-s seconds, has "error". When the first row fails saying "no CUDA
-device", or fails on a machine with no /dev/nvidia*, it prints {"error": why}
+--budget-s seconds (but the first, which runs whatever the budget), has
+"error". When the first row fails saying "no CUDA device", or fails on a
+machine with no /dev/nvidia*, it prints {"error": why}
 and exits 77. Exit 1 when any row failed.
 
 Usage: rnnc_bench.py --rnnc PATH [--batch 1 16 64 256] [--hidden 256 1024]
@@ -66,7 +67,8 @@ def main():
         for H in args.hidden:
             for B in args.batch:
                 row = {"cell": cell, "batch": B, "hidden": H}
-                if args.budget_s is not None and time.perf_counter() - t_start > args.budget_s:
+                # The first row runs whatever the budget: it tells a machine without a GPU (exit 77).
+                if out["rows"] and args.budget_s is not None and time.perf_counter() - t_start > args.budget_s:
                     row["error"] = f"not run, over the time budget ({args.budget_s:.0f} s)"
                 else:
                     got, stderr = bench(args.rnnc, cell, B, H, args)

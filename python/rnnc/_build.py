@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -281,6 +282,10 @@ def build_library(manifest, files, dtype_bytes, arch="sm_90"):
         libs = ["-lopenblas"]
     if dtype_bytes == 8:
         flags.append("-DRNNC_REAL_DOUBLE")
+    # Where OpenBLAS or the CUDA libraries are on an unusual machine, as rnnc's own engine takes them
+    # (tools/gpu-check.sh points them at its pack's OpenBLAS on a GPU machine without Debian's).
+    flags += shlex.split(os.environ.get("RNNC_CXXFLAGS", ""))
+    libs += shlex.split(os.environ.get("RNNC_LDFLAGS", ""))
     headers = _headers_text(include)
     key = hashlib.sha256(b"\0".join([files[src_name], " ".join(flags + libs).encode(), _cxx_version(cc).encode(),
                                      headers])).hexdigest()[:24]

@@ -73,3 +73,18 @@ def test_cache_forgets_what_it_has_not_used(tmp_path):
     left = set(os.listdir(cache))
     assert set(kept) <= left, sorted(left)
     assert not set(old) & left, sorted(left)
+
+
+def test_environment_flags_reach_the_build(tmp_path):
+    """$RNNC_CXXFLAGS and $RNNC_LDFLAGS are added to a bundle's build, as rnnc's own engine adds
+    them (tools/gpu-check.sh's pack of OpenBLAS on a machine without Debian's): a header forced in
+    by the first, a library asked for by the second, each stops the build with its name."""
+    marker = tmp_path / "marker.h"
+    marker.write_text("#error the RNNC_CXXFLAGS marker was read\n")
+    env = {**os.environ, "RNNC_CACHE": str(tmp_path / "a"), "RNNC_PREBUILT": "0",
+           "PYTHONPATH": os.path.dirname(os.path.dirname(rnnc.__file__)), "RNNC_CXXFLAGS": f"-include {marker}"}
+    r = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True)
+    assert r.returncode != 0 and "the RNNC_CXXFLAGS marker was read" in r.stderr, r.stderr[-2000:]
+    env = {**env, "RNNC_CACHE": str(tmp_path / "b"), "RNNC_CXXFLAGS": "", "RNNC_LDFLAGS": "-lrnnc_no_such_library"}
+    r = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True)
+    assert r.returncode != 0 and "rnnc_no_such_library" in r.stderr, r.stderr[-2000:]
