@@ -260,12 +260,12 @@ void CudaHost::launcher(Writer &w, const KernelIR &k, int index) {
   case KernelIR::Kind::Gemm:
   case KernelIR::Kind::GemmT:
   case KernelIR::Kind::GradMatrix: {
-    GemmCall gemm = gemmCall(p_, k);
     if (!k.biases.empty()) {
       w.line("(void)G, (void)B;");
       w.line("RNNC_CUDA_CHECK({});", biasedGemm(w, k, "r0", "r1"));
       break;
     }
+    GemmCall gemm = gemmCall(p_, k);
     w.line("{}", gemm.comment);
     // A dropped param's product reads neither array: its W and gradient are the workspace's.
     if (k.dropped) w.line("(void)P, (void)G, (void)B, (void)s;");
@@ -359,8 +359,9 @@ void CudaHost::spannedLibraryCall(Writer &w, const KernelIR &k) {
 }
 
 /// A product with its biases folded in (FoldBias.h) on rows [from, to): its
-/// comment and, for two biases, the line summing them into ws.bias_sum; returns
-/// the call of rnnc/cuda.h's gemm_bias (a cublasStatus_t).
+/// comment and, for two biases, the lines summing them where the stream keeps
+/// them (Context::biasSpace); returns the call of rnnc/cuda.h's gemm_bias (a
+/// cublasStatus_t).
 std::string CudaHost::biasedGemm(Writer &w, const KernelIR &k, const std::string &from, const std::string &to) const {
   const Buffer &in = p_.buffers[k.a], &out = p_.buffers[k.out];
   const std::string W = fmt::format("{} + {}", k.dropped ? "ws.dropped" : "P", k.paramOffset);
@@ -571,7 +572,6 @@ void CudaHost::definitions(Writer &w) {
   std::vector<std::string> takes = {extraTake};
   if (p_.lossSeeded) takes.push_back("ws->loss_scale = c.take_fixed<real>(1);");
   if (p_.gridBarrierWords) takes.push_back(fmt::format("ws->grid_barrier = c.take_fixed<unsigned>({});", p_.gridBarrierWords));
-
   if (isHalf(p_.dtype)) {
     if (p_.hasBackward) takes.push_back(fmt::format("ws->grads = c.take_fixed<real>({});", p_.paramElements));
     const int64_t perRow = p_.roundedPerRow; // the plan's: the widest row of a product's float operands
