@@ -6,7 +6,6 @@
 #include "codegen/FoldBias.h"
 
 #include <algorithm>
-#include <set>
 
 namespace rnnc::codegen {
 namespace {
